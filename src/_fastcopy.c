@@ -5,6 +5,10 @@
  */
 #include "fastcopy.h"
 #include "memo.c"
+#include "buffers.c"
+#include "numpy.c"
+#include "torch.c"
+#include "buffers_dispatch.c"
 #include "plan.c"
 #include "deepcopy.c"
 #include "select.c"

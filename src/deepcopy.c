@@ -1148,6 +1148,9 @@ fc_enter(FcCtx *c, PyObject *x)
         if (p->deep == FP_PLAIN) {
             res = fc_deep_plain(c, x, p);
         }
+        else if (p->deep == FP_BUFFER) {
+            res = fc_buffer_deep(c, x, p->buffer);
+        }
         else if (p->deep == FP_IDENTITY) {
             /* enum.Enum.__deepcopy__: return self (no memo entry) */
             PyObject **dp = _PyObject_GetDictPtr(x);

@@ -127,6 +127,7 @@ enum {
     FP_GENERIC = 0,   /* the stdlib algorithm, step by step */
     FP_PLAIN,         /* default __reduce_ex__(4): __newobj__ + state */
     FP_IDENTITY,      /* __deepcopy__ is enum.Enum's `return self` */
+    FP_BUFFER,        /* numpy / torch: FcPlan.buffer says which (buffers.c) */
 };
 
 typedef struct {
@@ -137,6 +138,7 @@ typedef struct {
     uint8_t deep;             /* FP_* for deepcopy */
     uint8_t shallow;          /* FP_* for copy */
     uint8_t has_slots;        /* slotnames non-empty */
+    uint8_t buffer;           /* FB_* kind when deep == FP_BUFFER */
     PyObject *slotnames;      /* strong list (may be empty) */
 } FcPlan;
 
@@ -198,6 +200,14 @@ typedef struct {
 
     PyObject *cowdict_type;        /* set by cowdict.c */
 
+    /* numpy (numpy.c): found through sys.modules when first met */
+    PyObject *np_ndarray;          /* numpy.ndarray, strong, or NULL */
+    int np_checked;
+    /* torch (torch.c): found through sys.modules when first met */
+    PyObject *torch_tensor;        /* torch.Tensor, strong, or NULL */
+    PyObject *torch_parameter;     /* torch.nn.Parameter, strong, or NULL */
+    int torch_checked;
+
     FcPlan plans[FC_PLAN_SLOTS];
 } FcState;
 
@@ -257,6 +267,11 @@ typedef struct {
     PyObject *share;          /* share= type/tuple/predicate or NULL */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
+
+/* The walker's entry points, for parts compiled before deepcopy.c
+   (numpy.c, torch.c): deep-copy x within the running call (same memo,
+   same work stack).  new ref | NULL+exc */
+static PyObject *fc_walk(FcCtx *c, PyObject *x);
 
 /* A unique non-object pointer: "a frame was pushed, no result yet". */
 static char fc_pushed_marker;

@@ -14,7 +14,8 @@
     X(s_setstate) X(s_dict) X(s_update) X(s_append) X(s_items) X(s_get) \
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
-    X(py_deepcopy) X(cowdict_type)
+    X(py_deepcopy) X(cowdict_type) X(np_ndarray) X(torch_tensor) \
+    X(torch_parameter)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)

@@ -375,7 +375,18 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     p->deep = FP_GENERIC;
     p->shallow = FP_GENERIC;
     p->has_slots = 0;
+    p->buffer = 0;
     p->slotnames = NULL;
+
+    int b = fc_buffer_kind(st, tp);
+    if (b < 0) {
+        return -1;
+    }
+    if (b > 0) {
+        p->deep = FP_BUFFER;
+        p->buffer = (uint8_t)b;
+        return 0;
+    }
 
     PyObject *names = NULL;
     int plain = fc_plan_plain_common(st, tp, &names);
