@@ -11,8 +11,13 @@ Prints, for an N-entry cowdict of atomic values:
 import argparse
 import copy
 import gc
+import os
+import sys
 import timeit
 import tracemalloc
+
+# run from a checkout: the in-place build at the repository root
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fastcopy
 from fastcopy import cowdict

@@ -65,6 +65,9 @@
  */
 #include "fastcopy.h"
 
+/* module.c calls fc_cowdict_exec() when this part is compiled in */
+#define FC_HAVE_COWDICT 1
+
 #if PY_VERSION_HEX >= 0x030E0000
 #  define FC_COW_UNIQUE(o) PyUnstable_Object_IsUniquelyReferenced(o)
 #elif defined(Py_GIL_DISABLED)

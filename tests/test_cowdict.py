@@ -582,6 +582,17 @@ class DeepcopyTest(unittest.TestCase):
             copy.deepcopy = orig
         self.assertEqual(calls, [list])
 
+    def test_under_patch(self):
+        if not hasattr(fastcopy, "patched"):
+            self.skipTest("fastcopy.patched not available")
+        inner = [1]
+        a = cowdict(x=inner, y=inner, z=cowdict(w=[2]))
+        with fastcopy.patched():
+            b = copy.deepcopy(a)
+        self.assertIs(b["x"], b["y"])
+        self.assertIsNot(b["x"], inner)
+        self.assertEqual(b, a)
+
     def test_all_immutable_deepcopy_never_calls_copy(self):
         calls = []
         orig = copy.deepcopy
