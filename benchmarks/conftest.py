@@ -39,6 +39,18 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize(("workload", "size", "impl"), params)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _stdlib_unpatched():
+    """patch() retargets copy.deepcopy itself: keep the baseline the real stdlib."""
+    fastcopy = importlib.import_module("fastcopy")
+    was_patched = getattr(fastcopy, "is_patched", lambda: False)()
+    if was_patched:
+        fastcopy.unpatch()
+    yield
+    if was_patched:
+        fastcopy.patch()
+
+
 _payloads = {}
 
 

@@ -110,6 +110,15 @@ class TestRun(unittest.TestCase):
         self.assertEqual(res["kind"], "copy")
         self.assertEqual(set(res["times"]), {"stdlib", "fastcopy"})
 
+    def test_patched_stdlib_is_unpatched_for_the_run(self):
+        import fastcopy
+        with fastcopy.patched():
+            doc, _, err = self._run_json("-w", DEEP, "--no-copium", "--no-pickle")
+            self.assertTrue(fastcopy.is_patched())
+        self.assertFalse(fastcopy.is_patched())
+        self.assertIn("unpatched", err)
+        self.assertEqual(set(doc["results"][0]["times"]), {"stdlib", "fastcopy"})
+
     @unittest.skipIf(HAVE_MPL, "matplotlib is installed")
     def test_plot_without_matplotlib_is_a_clear_error(self):
         self._assert_plot_refused()
