@@ -36,6 +36,9 @@ def _parser():
     p.add_argument("--no-gc", action="store_true",
                    help="disable the cyclic GC while sampling, as timeit does (default: "
                         "enabled, as in pyperformance)")
+    p.add_argument("--clock", choices=sorted(_bench.CLOCKS), default="wall",
+                   help="wall: time.perf_counter (default, as pyperf/timeit); cpu: "
+                        "time.process_time, steadier on a busy shared machine")
     p.add_argument("--no-pickle", action="store_true",
                    help="leave out the pickle.loads(pickle.dumps(x, 5)) column")
     p.add_argument("--no-copium", action="store_true",
@@ -231,6 +234,7 @@ def main(argv=None, out=None, err=None):
                                            with_pickle=not args.no_pickle)
             results.append(_bench.run_workload(w, impls, size=size, repeats=repeats,
                                                target=target, collect=not args.no_gc,
+                                               clock=args.clock,
                                                progress=progress))
     finally:
         progress.done()
@@ -239,9 +243,9 @@ def main(argv=None, out=None, err=None):
     wall = time.perf_counter() - t_start
 
     info = _bench.python_info()
-    header = "fastcopy %s | %s %s | %s | %d repeats, median per op, gc %s | %.1f s" % (
+    header = "fastcopy %s | %s %s | %s | %d repeats, median per op, %s clock, gc %s | %.1f s" % (
         getattr(fastcopy, "__version__", "?"), info["implementation"], info["python"],
-        info["platform"], repeats, "off" if args.no_gc else "on", wall)
+        info["platform"], repeats, args.clock, "off" if args.no_gc else "on", wall)
     if copium is not None:
         header += " | copium %s" % _version(copium)
     print(header, file=out)
@@ -254,7 +258,7 @@ def main(argv=None, out=None, err=None):
                          fastcopy_file=getattr(fastcopy, "__file__", None),
                          copium=(_version(copium) if copium else None),
                          repeats=repeats, target_s=target, size=size, quick=args.quick,
-                         gc=not args.no_gc,
+                         gc=not args.no_gc, clock=args.clock,
                          wall_s=wall, cpu_count=os.cpu_count()),
             "results": [r.as_dict() for r in results],
         }

@@ -26,7 +26,7 @@ import sys
 import time
 from collections import namedtuple
 
-__all__ = ["Workload", "WORKLOADS", "SIZES", "IMPL_LABELS", "Result", "get", "select",
+__all__ = ["Workload", "WORKLOADS", "SIZES", "CLOCKS", "IMPL_LABELS", "Result", "get", "select",
            "implementations", "run_workload", "fmt_time", "geomean", "python_info"]
 
 SIZES = ("small", "medium", "large")
@@ -363,8 +363,11 @@ def implementations(kind, fastcopy_module, copium_module=None, with_pickle=True)
 # Runner
 # ---------------------------------------------------------------------------------------------
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
 def _timer(fn, payload, each, loops, _perf=time.perf_counter, _rep=itertools.repeat):
-    """Seconds for ``loops`` ops."""
+    """Seconds for ``loops`` ops, read from the clock ``_perf``."""
     if each:
         t0 = _perf()
         for _ in _rep(None, loops):
@@ -377,11 +380,11 @@ def _timer(fn, payload, each, loops, _perf=time.perf_counter, _rep=itertools.rep
     return _perf() - t0
 
 
-def _calibrate(fn, payload, each, target):
+def _calibrate(fn, payload, each, target, clock):
     """Loops per sample so that one sample takes about ``target`` seconds."""
     loops = 1
     while True:
-        t = _timer(fn, payload, each, loops)
+        t = _timer(fn, payload, each, loops, clock)
         if t >= target / 4 or loops >= 10 ** 7:
             break
         loops *= 10
@@ -416,16 +419,20 @@ class Result:
 
 
 def run_workload(workload, impls, size=None, repeats=11, target=0.01, collect=True,
-                 progress=None):
+                 clock="wall", progress=None):
     """Time every implementation on one workload; return a :class:`Result`.
 
     ``impls`` is {name: callable} (see :func:`implementations`).  ``collect=False`` switches the
     cyclic GC off while sampling (as timeit does); the default leaves it on, as pyperformance
     does, because real programs pay for the collections their copies trigger.
+    ``clock``: "wall" (``time.perf_counter``, as pyperf and timeit) or "cpu"
+    (``time.process_time``: excludes time the process waits for a CPU, so it is steadier on a
+    shared machine, but it also leaves out any time spent waiting on a device).
     ``progress(msg)`` is called before each phase.  An implementation that raises is recorded
     in ``errors`` and left out of the samples.
     """
     size = size or workload.reference
+    timer = CLOCKS[clock]
     payload, each = workload.build(size)
     res = Result()
     res.workload, res.size = workload, size
@@ -443,8 +450,8 @@ def run_workload(workload, impls, size=None, repeats=11, target=0.01, collect=Tr
             if progress:
                 progress("%s[%s]: calibrating %s" % (workload.name, size, name))
             try:
-                _timer(fn, payload, each, 1)            # warm-up, and surfaces errors
-                res.loops[name] = _calibrate(fn, payload, each, target)
+                _timer(fn, payload, each, 1, timer)     # warm-up, and surfaces errors
+                res.loops[name] = _calibrate(fn, payload, each, target, timer)
             except Exception as exc:                    # noqa: BLE001 - reported, not hidden
                 res.errors[name] = "%s: %s" % (type(exc).__name__, exc)
                 continue
@@ -457,7 +464,7 @@ def run_workload(workload, impls, size=None, repeats=11, target=0.01, collect=Tr
             shift = r % len(names) if names else 0
             for name in names[shift:] + names[:shift]:
                 loops = res.loops[name]
-                res.samples[name].append(_timer(live[name], payload, each, loops) / loops)
+                res.samples[name].append(_timer(live[name], payload, each, loops, timer) / loops)
     finally:
         if gc_was_enabled:
             gc.enable()

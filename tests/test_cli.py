@@ -105,7 +105,8 @@ class TestRun(unittest.TestCase):
         self.assertEqual(res["errors"], {})
 
     def test_quick_shallow_json_has_no_pickle(self):
-        doc, _, _ = self._run_json("-w", SHALLOW, "--no-copium")
+        doc, _, _ = self._run_json("-w", SHALLOW, "--no-copium", "--clock", "cpu")
+        self.assertEqual(doc["meta"]["clock"], "cpu")
         (res,) = doc["results"]
         self.assertEqual(res["kind"], "copy")
         self.assertEqual(set(res["times"]), {"stdlib", "fastcopy"})
