@@ -9,7 +9,13 @@ import contextlib as _contextlib
 import copy as _copy
 import sys as _sys
 
-from . import _fastcopy
+try:
+    from . import _fastcopy
+except ImportError as _e:  # never a silent slow fallback
+    raise ImportError(
+        "fastcopy's C extension (fastcopy._fastcopy) is not built or not "
+        "importable: install with `python -m pip install -e .` or build in "
+        "place with `python setup.py build_ext --inplace` (%s)" % (_e,)) from _e
 from ._fastcopy import copy, cowdict, deepcopy
 
 __all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "patch", "unpatch",
