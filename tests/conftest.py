@@ -39,3 +39,16 @@ def fc():
     return FASTCOPY
 
 
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test that passed on the stdlib side but could not compare with
+    fastcopy (core not built) is reported as skipped, not passed."""
+    import shape
+    del shape.COMPARISON_SKIPPED[:]
+    res = yield
+    if shape.COMPARISON_SKIPPED:
+        del shape.COMPARISON_SKIPPED[:]
+        pytest.skip("fastcopy._fastcopy not built: stdlib side ran, comparison skipped")
+    return res

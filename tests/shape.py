@@ -264,6 +264,9 @@ def fastcopy_module():
     return fastcopy
 
 
+COMPARISON_SKIPPED = []
+
+
 def assert_equivalent(scenario, fc=_MISSING):
     """Run scenario under copy and fastcopy; everything observable must match.
     Returns the stdlib picture (for extra assertions by the caller)."""
@@ -271,8 +274,10 @@ def assert_equivalent(scenario, fc=_MISSING):
     if fc is _MISSING:
         fc = fastcopy_module()
     if fc is None:
-        import pytest
-        pytest.skip("fastcopy._fastcopy not built: stdlib side ran, comparison skipped")
+        # conftest turns a passing test into a skip afterwards, so the
+        # caller's own assertions on the stdlib picture still run now
+        COMPARISON_SKIPPED.append(scenario)
+        return std
     got = observe(fc, scenario)
     for key in ("outcome", "log", "memo", "source_after"):
         if std[key] != got[key]:
