@@ -26,7 +26,7 @@ for py in "$root"/versions/*/bin/python; do
         echo "!!! $ver: build failed (see build-$ver.log)"; fails=$((fails + 1)); continue
     fi
     rm -f "build-$ver.log"
-    out=$("$py" tests/test_stdlib_test_copy.py 2>&1); rc=$?
+    out=$(FASTCOPY_REQUIRE_CORE=1 "$py" tests/test_stdlib_test_copy.py 2>&1); rc=$?
     printf '%s\n' "$out" | tail -n 4
     if [ "$rc" != 0 ]; then
         printf '%s\n' "$out" | grep -E '^(FAIL|ERROR):' | head -n 20
