@@ -762,7 +762,7 @@ def test_getstate_return_values(impl, state):
         del log[:]
         y = fn(c)
         assert type(y) is C
-        if state is None and PY311:
+        if state is None:
             assert log == []
         else:
             assert log == [state]
