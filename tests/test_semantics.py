@@ -1145,3 +1145,128 @@ def test_assert_equivalent_detects_differences():
         return Case(x, lambda: impl.deepcopy(x))
     with pytest.raises(AssertionError, match="outcome differs"):
         assert_equivalent(scenario3, fc=Wrong)
+
+
+# ---------------------------------------------------------------------------
+# hook call order everywhere a hook can sit
+
+class _Logged:
+    """Logs every __deepcopy__ / __copy__ call; deterministic hash so set
+    order is the same in both runs."""
+
+    def __init__(self, log, name):
+        self.log = log
+        self.name = name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return isinstance(other, _Logged) and other.name == self.name
+
+    def __deepcopy__(self, memo):
+        self.log.append(("deepcopy", self.name))
+        return _Logged(self.log, self.name + "'")
+
+    def __copy__(self):
+        self.log.append(("copy", self.name))
+        return _Logged(self.log, self.name + "'")
+
+
+class _WithNewargs:
+    def __new__(cls, *a):
+        self = object.__new__(cls)
+        self.new_args = a
+        return self
+
+    def __getnewargs__(self):
+        return self.new_args
+
+
+class _WithNewargsEx:
+    def __new__(cls, *a, **kw):
+        self = object.__new__(cls)
+        self.new_args = (a, kw)
+        return self
+
+    def __getnewargs_ex__(self):
+        return self.new_args
+
+
+class _ReduceAll:
+    def __init__(self, *args):
+        self.args = args
+
+    def __reduce__(self):
+        a = self.args
+        return (_ReduceAll, (a[0],), {"st": a[1]}, iter([a[2]]), iter([(a[3], a[4])]))
+
+    def __setstate__(self, st):
+        self.st = st
+
+    def append(self, v):
+        self.appended = v
+
+    def __setitem__(self, k, v):
+        self.item = (k, v)
+
+
+def test_hook_call_order_equiv():
+    def scenario(impl):
+        log = []
+
+        def L(n):
+            return _Logged(log, n)
+
+        class Slot:
+            __slots__ = ("s1", "s2")
+        sl = Slot()
+        sl.s2, sl.s1 = L("slot2"), L("slot1")
+        inst = Plain()
+        inst.__dict__.update(z=L("attr-z"), a=L("attr-a"))
+        shared = L("shared")
+        x = [L("l0"), (L("t0"), L("t1")), {L("k0"): L("v0"), "k1": L("v1")},
+             {L("set0"), L("set1")}, frozenset({L("fs0")}), inst, sl,
+             _WithNewargs(L("na0"), [L("na1")]), _WithNewargsEx(L("nx0"), kw=L("nx1")),
+             _ReduceAll(L("arg"), L("state"), L("li"), L("dk"), L("dv")),
+             DC(L("dc-a"), [L("dc-b")]), NT(L("nt0"), L("nt1")),
+             shared, [shared, (shared,)], L("last")]
+        memo = {}
+        return Case(x, lambda: (impl.deepcopy(x, memo), [impl.copy(e) for e in x]), memo, log)
+    pic = assert_equivalent(scenario)
+    assert pic["log"][0] == ("deepcopy", "l0")
+    assert pic["log"].count(("deepcopy", "shared")) == 1
+
+
+def test_new_args_types_equiv():
+    def scenario(impl):
+        inner = [1]
+        x = [_WithNewargs(inner, 2), _WithNewargsEx(inner, k=inner), inner]
+        memo = {}
+        return Case(x, lambda: (impl.deepcopy(x, memo), impl.copy(x[0]), impl.copy(x[1])), memo)
+    assert_equivalent(scenario)
+
+
+def test_more_class_changes_invalidate(impl):
+    class C:
+        def __init__(self):
+            self.v = 1
+    c = C()
+    for _ in range(3):
+        impl.deepcopy(c)
+        impl.copy(c)
+    C.__reduce__ = lambda self: (str, ("reduce",))
+    assert impl.deepcopy(c) == "reduce" and impl.copy(c) == "reduce"
+    del C.__reduce__
+    C.__getnewargs__ = lambda self: ()
+    calls = []
+    C.__new__ = lambda cls, *a: (calls.append(a), object.__new__(cls))[1]
+    assert impl.deepcopy(c).v == 1 and calls == [()]
+    del C.__getnewargs__, C.__new__
+    C.__getattr__ = lambda self, name: (lambda memo: "ga") if name == "__deepcopy__" else 1 / 0
+    assert impl.deepcopy(c) == "ga"
+    del C.__getattr__
+    assert type(impl.deepcopy(c)) is C
+    C.__slotnames__ = ["v"]  # read by copyreg._slotnames via object.__reduce_ex__
+    y = impl.copy(c)
+    assert y.v == 1
