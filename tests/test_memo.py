@@ -90,15 +90,17 @@ def test_preseeded_keepalive_not_a_list_equiv():
 
 
 def test_deepcopy_memo_as_its_own_source_equiv():
+    # the memo is labelled by memo_picture (its keys are ids, which differ
+    # between runs), so it is not passed as the shape source
     def scenario(impl):
         m = {}
-        return Case(m, lambda: impl.deepcopy(m, m), m)
+        return Case(None, lambda: impl.deepcopy(m, m), m)
     pic = assert_equivalent(scenario)
-    assert pic["outcome"][0] == "raise"
+    assert pic["outcome"][:2] == ("raise", "AttributeError")
 
     def scenario2(impl):
         m = {"a": [1]}
-        return Case(m, lambda: impl.deepcopy(m, m), m)
+        return Case(None, lambda: impl.deepcopy(m, m), m)
     assert_equivalent(scenario2)
 
 

@@ -75,15 +75,17 @@ class StdlibTestCopy(unittest.TestCase):
 
     @unittest.skipIf(fastcopy is None, str(MISSING))
     def test_patched_with_fastcopy(self):
-        orig = (copy.copy, copy.deepcopy)
-        seen = []
-
+        # patched() may rebind the functions or swap their __code__ (so that
+        # early `from copy import deepcopy` bindings are patched too)
+        def state():
+            return [(f, f.__code__) for f in (copy.copy, copy.deepcopy)]
+        orig = state()
         with fastcopy.patched():
-            seen.append((copy.copy, copy.deepcopy))
+            during = state()
             result, log = run_suite(TEST_COPY)
-        self.assertIsNot(seen[0][1], orig[1], "fastcopy.patched() did not replace copy.deepcopy")
-        self.assertIsNot(seen[0][0], orig[0], "fastcopy.patched() did not replace copy.copy")
-        self.assertEqual((copy.copy, copy.deepcopy), orig, "patch not undone")
+        self.assertNotEqual(during[1], orig[1], "fastcopy.patched() did not replace copy.deepcopy")
+        self.assertNotEqual(during[0], orig[0], "fastcopy.patched() did not replace copy.copy")
+        self.assertEqual(state(), orig, "patch not undone")
         self.assertGreater(result.testsRun, 50)
         self.assertEqual(len(result.failures) + len(result.errors), 0, _describe(result, log))
         self.assertTrue(result.wasSuccessful(), _describe(result, log))
