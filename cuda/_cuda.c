@@ -485,7 +485,7 @@ fc_cuda_copy_batch(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"copies", "device", "stream", NULL};
     FcCudaState *st = fc_cuda_state(module);
-    PyObject *copies, *seq = NULL, *result = NULL;
+    PyObject *copies, *stream_obj, *seq = NULL, *result = NULL;
     int device;
     unsigned long long stream_handle;
     fc_CUdeviceptr *dsts = NULL, *srcs = NULL;
@@ -494,8 +494,16 @@ fc_cuda_copy_batch(PyObject *module, PyObject *args, PyObject *kwargs)
     FcCudaResult res;
     char extra[96];
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiK:copy_batch", kwlist,
-                                     &copies, &device, &stream_handle))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiO:copy_batch", kwlist,
+                                     &copies, &device, &stream_obj))
+        return NULL;
+    if (!PyLong_Check(stream_obj)) {
+        PyErr_Format(PyExc_TypeError, "stream must be an int (a CUstream handle), not %.100s",
+                     Py_TYPE(stream_obj)->tp_name);
+        return NULL;
+    }
+    stream_handle = PyLong_AsUnsignedLongLong(stream_obj);
+    if (stream_handle == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
     seq = PySequence_Fast(copies, "copies must be a sequence of (dst, src, nbytes)");
     if (seq == NULL)
