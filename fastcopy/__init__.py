@@ -17,8 +17,9 @@ except ImportError as _e:  # never a silent slow fallback
         "importable: install with `python -m pip install -e .` or build in "
         "place with `python setup.py build_ext --inplace` (%s)" % (_e,)) from _e
 from ._fastcopy import copy, cowdict, deepcopy, replicate
+from ._snapshot import snapshot
 
-__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "patch", "unpatch",
+__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "snapshot", "patch", "unpatch",
            "patched", "is_patched"]
 __version__ = "0.1.0"
 
