@@ -9,6 +9,7 @@ import glob
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 
 def _on(name):
@@ -43,4 +44,28 @@ core = Extension(
     extra_link_args=ldflags,
 )
 
-setup(ext_modules=[core])
+# FASTCOPY_AUTOPATCH=1 start-up hook (docs/patching.md): these land at the top of site-packages.
+AUTOPATCH_FILES = {
+    "_fastcopy_autopatch.py": None,  # a copy of fastcopy/_autopatch.py
+    "fastcopy-autopatch.pth": "import _fastcopy_autopatch; _fastcopy_autopatch.run()\n",
+    "fastcopy-autopatch.start": "_fastcopy_autopatch:run\n",  # PEP 829, Python 3.15+
+}
+
+
+class build_py_autopatch(build_py):
+    def run(self):
+        super().run()
+        for name, text in AUTOPATCH_FILES.items():
+            dest = os.path.join(self.build_lib, name)
+            if text is None:
+                self.copy_file(os.path.join("fastcopy", "_autopatch.py"), dest)
+            elif not self.dry_run:
+                with open(dest, "w", encoding="utf-8") as f:
+                    f.write(text)
+
+    def get_outputs(self, include_bytecode=1):
+        return super().get_outputs(include_bytecode) + [
+            os.path.join(self.build_lib, name) for name in AUTOPATCH_FILES]
+
+
+setup(ext_modules=[core], cmdclass={"build_py": build_py_autopatch})
