@@ -47,7 +47,9 @@ core = Extension(
 # FASTCOPY_AUTOPATCH=1 start-up hook (docs/patching.md): these land at the top of site-packages.
 AUTOPATCH_FILES = {
     "_fastcopy_autopatch.py": None,  # a copy of fastcopy/_autopatch.py
-    "fastcopy-autopatch.pth": "import _fastcopy_autopatch; _fastcopy_autopatch.run()\n",
+    # the check is inline so that an unset variable costs no module import (docs/patching.md)
+    "fastcopy-autopatch.pth": 'import os; os.environ.get("FASTCOPY_AUTOPATCH") == "1"'
+                              ' and __import__("_fastcopy_autopatch").run()\n',
     "fastcopy-autopatch.start": "_fastcopy_autopatch:run\n",  # PEP 829, Python 3.15+
 }
 

@@ -3,14 +3,16 @@
 Installed twice: as ``fastcopy._autopatch`` and, by setup.py's ``build_py``, as the top-level
 module ``_fastcopy_autopatch`` that the start-up files name:
 
-- ``fastcopy-autopatch.pth`` (every Python): ``import _fastcopy_autopatch; _fastcopy_autopatch.run()``
+- ``fastcopy-autopatch.pth`` (every Python): one ``import`` line that tests the variable itself
+  and only then imports this module and calls ``run()``, so an unset variable costs no import.
 - ``fastcopy-autopatch.start`` (PEP 829, Python 3.15+): ``_fastcopy_autopatch:run``.  Where it is
   honoured, a ``.start`` file disables the ``import`` lines of the ``.pth`` of the same name, so
-  ``run()`` is called exactly once on every version.
+  ``run()`` is called exactly once on every version.  Entry points cannot be gated before the
+  import, so there the top-level copy is imported at every start.
 
-The top-level copy exists so that the check below costs no import of the ``fastcopy`` package
-(and of its C core) when the variable is unset: this module imports nothing but ``os``, which
-``site`` has already imported.  Keep it that way.
+The top-level copy exists so that neither path imports the ``fastcopy`` package (and its C core)
+when the variable is unset: this module imports nothing but ``os``, which ``site`` has already
+imported.  Keep it that way.
 """
 import os
 
