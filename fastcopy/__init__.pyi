@@ -1,0 +1,95 @@
+# Type stubs for fastcopy: the C core (fastcopy._fastcopy) re-exported by fastcopy/__init__.py.
+# Every copying function returns the type of what it was given (the copy of an X is an X), as
+# typeshed's copy.pyi does for the stdlib functions fastcopy replaces.
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from contextlib import AbstractContextManager
+from copy import Error as Error
+from typing import Any, Protocol, TypeVar, overload
+
+__version__: str
+
+_T = TypeVar("_T")
+_KT = TypeVar("_KT")
+_VT = TypeVar("_VT")
+_RT_co = TypeVar("_RT_co", covariant=True)
+
+# What share= accepts: a type or tuple of types whose instances are shared (not copied), or a
+# predicate called with each object that answers True to share it.
+_Share = type | tuple[type, ...] | Callable[[Any], bool] | None
+
+# The memo: like the stdlib, any mapping with get / __getitem__ / __setitem__ keyed by id().
+_Memo = MutableMapping[int, Any]
+
+__all__ = [
+    "Error", "copy", "deepcopy", "replicate", "patch", "unpatch", "patched", "is_patched",
+    "cowdict", "configure", "trim", "backends", "snapshot",
+]
+if sys.version_info >= (3, 13):
+    __all__ += ["replace"]
+
+def deepcopy(x: _T, memo: _Memo | None = None, _nil: Any = ..., *, share: _Share = None) -> _T:
+    """Deep copy of x, exactly as copy.deepcopy on the running interpreter."""
+
+def copy(x: _T, *, deep: Iterable[str] | None = None) -> _T:
+    """Shallow copy of x, exactly as copy.copy; deep= names paths to copy deeply."""
+
+def replicate(x: _T, n: int, *, share: _Share = None) -> list[_T]:
+    """n independent deep copies of x, as [deepcopy(x) for _ in range(n)]."""
+
+if sys.version_info >= (3, 13):
+    class _SupportsReplace(Protocol[_RT_co]):
+        # the real signature is (self, /, **changes); *args keeps every __replace__ compatible
+        def __replace__(self, *args: Any, **changes: Any) -> _RT_co: ...
+
+    def replace(obj: _SupportsReplace[_RT_co], /, **changes: Any) -> _RT_co:
+        """copy.replace: a new object like obj with the fields in changes replaced."""
+
+def patch() -> None:
+    """Make copy.deepcopy / copy.copy (and copy.replace on 3.13+) fastcopy's functions."""
+
+def unpatch() -> None:
+    """Restore the copy module's own functions."""
+
+def patched() -> AbstractContextManager[None]:
+    """with fastcopy.patched(): ... runs the block patched and restores the previous state."""
+
+def is_patched() -> bool:
+    """Whether the copy module's functions are fastcopy's right now."""
+
+class cowdict(MutableMapping[_KT, _VT]):
+    """A dict whose copies share storage until one of them is written (copy-on-write)."""
+
+    @overload
+    def __init__(self) -> None: ...
+    @overload
+    def __init__(self: cowdict[str, _VT], **kwargs: _VT) -> None: ...
+    @overload
+    def __init__(self, map: Mapping[_KT, _VT], /) -> None: ...
+    @overload
+    def __init__(self: cowdict[str, _VT], map: Mapping[str, _VT], /, **kwargs: _VT) -> None: ...
+    @overload
+    def __init__(self, iterable: Iterable[tuple[_KT, _VT]], /) -> None: ...
+    @overload
+    def __init__(self: cowdict[str, _VT], iterable: Iterable[tuple[str, _VT]], /,
+                 **kwargs: _VT) -> None: ...
+    def __getitem__(self, key: _KT, /) -> _VT: ...
+    def __setitem__(self, key: _KT, value: _VT, /) -> None: ...
+    def __delitem__(self, key: _KT, /) -> None: ...
+    def __iter__(self) -> Iterator[_KT]: ...
+    def __len__(self) -> int: ...
+    def copy(self) -> cowdict[_KT, _VT]: ...
+    def __copy__(self) -> cowdict[_KT, _VT]: ...
+    def __deepcopy__(self, memo: _Memo, /) -> cowdict[_KT, _VT]: ...
+
+def configure(**options: Any) -> dict[str, Any]:
+    """Set process-wide options by keyword; returns the settings now in force."""
+
+def trim() -> int:
+    """Give the buffer pool's cached memory back; returns the number of bytes released."""
+
+def backends() -> dict[str, Any]:
+    """The copy backends available in this process (cpu, numpy, torch, cuda) and their state."""
+
+def snapshot(x: _T, device: str = "cpu") -> _T:
+    """A deep copy whose tensors land on device: not a drop-in, see docs/api.md."""
