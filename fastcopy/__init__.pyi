@@ -21,8 +21,10 @@ _Share = type | tuple[type, ...] | Callable[[Any], bool] | None
 # The memo: like the stdlib, any mapping with get / __getitem__ / __setitem__ keyed by id().
 _Memo = MutableMapping[int, Any]
 
+error = Error
+
 __all__ = [
-    "Error", "copy", "deepcopy", "replicate", "patch", "unpatch", "patched", "is_patched",
+    "Error", "error", "copy", "deepcopy", "replicate", "patch", "unpatch", "patched", "is_patched",
     "cowdict", "configure", "trim", "backends", "snapshot",
 ]
 if sys.version_info >= (3, 13):

@@ -57,7 +57,7 @@ def test_off_imports_nothing(site_dir, value):
         assert ("_fastcopy_autopatch" in sys.modules) == (sys.version_info >= (3, 15))
         assert "fastcopy" not in sys.modules
         assert not [m for m in sys.modules if m.startswith("fastcopy.")]
-        assert copy.deepcopy.__module__ == "copy" and copy.copy.__module__ == "copy"
+        assert "_fastcopy_deepcopy" not in copy.deepcopy.__code__.co_names
     """, value)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
@@ -67,8 +67,11 @@ def test_on_patches(site_dir):
     proc = run(site_dir, """
         import copy, fastcopy
         assert fastcopy.is_patched()
-        assert copy.deepcopy is fastcopy.deepcopy and copy.copy is fastcopy.copy
+        seen = set()
+        sys.setprofile(lambda frame, event, arg: seen.add(frame.f_code.co_name))
         print(copy.deepcopy([1, [2]]))
+        sys.setprofile(None)
+        assert "_deepcopy_list" not in seen, seen  # no frame of copy.py's own list copier
     """, "1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[1, [2]]"

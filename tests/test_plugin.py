@@ -1,7 +1,9 @@
 """The pytest plugin (fastcopy/pytest_plugin.py), driven through pytester.
 
 The inner runs are in-process, so each test also checks that the outer interpreter's
-``copy`` module is left exactly as it was found.
+``copy`` module is left exactly as it was found.  fastcopy.patch() keeps the stdlib's function
+objects and swaps their code, so "patched" is observed by behaviour: a patched copy.deepcopy
+runs no Python frame of copy.py's own list copier.
 """
 import copy
 
@@ -13,13 +15,42 @@ pytest_plugins = ("pytester",)
 
 PLUGIN = ("-p", "fastcopy.pytest_plugin")
 
+# written into each inner run as the module probe.py
+PROBE = """
+import copy, sys
+
+def via_fastcopy(fn=None):
+    fn = fn or copy.deepcopy
+    seen = set()
+    def prof(frame, event, arg):
+        if event == "call":
+            seen.add(frame.f_code.co_name)
+    sys.setprofile(prof)
+    try:
+        assert fn([[1]]) == [[1]]
+    finally:
+        sys.setprofile(None)
+    return "_deepcopy_list" not in seen
+"""
+
 PATCHED = """
 import copy
 import fastcopy
+from probe import via_fastcopy
 
 def test_state():
-    assert copy.deepcopy is fastcopy.deepcopy
-    assert copy.copy is fastcopy.copy
+    assert fastcopy.is_patched()
+    assert via_fastcopy()
+"""
+
+STDLIB = """
+import copy
+import fastcopy
+from probe import via_fastcopy
+
+def test_state():
+    assert not fastcopy.is_patched()
+    assert not via_fastcopy()
 """
 
 
@@ -28,20 +59,22 @@ def stdlib_restored(monkeypatch):
     # the inner runs load only what they name: faster, and no third-party plugin in the way
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     deep, shallow = copy.deepcopy, copy.copy
+    codes = deep.__code__, shallow.__code__
     assert not fastcopy.is_patched()
     yield
     assert copy.deepcopy is deep and copy.copy is shallow
+    assert (deep.__code__, shallow.__code__) == codes
     assert not fastcopy.is_patched()
 
 
-def stdlib_probe(pytester):
-    pytester.makepyfile(test_probe="""
-import copy
+@pytest.fixture
+def pytester(pytester):
+    pytester.makepyfile(probe=PROBE)
+    return pytester
 
-def test_state():
-    assert copy.deepcopy.__module__ == "copy"
-    assert copy.copy.__module__ == "copy"
-""")
+
+def stdlib_probe(pytester):
+    pytester.makepyfile(test_probe=STDLIB)
 
 
 def test_inert_without_option(pytester):
@@ -70,40 +103,40 @@ def test_ini_enables_and_cli_overrides(pytester):
 
 def test_patched_before_conftest_import(pytester):
     # a conftest's `from copy import deepcopy` binds whatever copy.deepcopy is at import time
-    pytester.makeconftest("from copy import deepcopy as early\n")
+    pytester.makeconftest("import fastcopy\nfrom copy import deepcopy as early\n"
+                          "PATCHED_AT_IMPORT = fastcopy.is_patched()\n")
     pytester.makepyfile(test_probe="""
-import fastcopy
-from conftest import early
+from conftest import early, PATCHED_AT_IMPORT
+from probe import via_fastcopy
 
 def test_early():
-    assert early is fastcopy.deepcopy
+    assert PATCHED_AT_IMPORT
+    assert via_fastcopy(early)
 """)
     pytester.runpytest(*PLUGIN, "--fastcopy").assert_outcomes(passed=1)
 
 
 def test_no_fastcopy_marker(pytester):
     pytester.makepyfile(test_probe="""
-import copy
 import fastcopy
 import pytest
+from probe import via_fastcopy
 
 @pytest.fixture
-def seen():
-    return copy.deepcopy
+def fixture_saw():
+    return fastcopy.is_patched(), via_fastcopy()
 
 def test_before():
-    assert copy.deepcopy is fastcopy.deepcopy
+    assert fastcopy.is_patched() and via_fastcopy()
 
 @pytest.mark.no_fastcopy
-def test_marked(seen):
-    assert seen.__module__ == "copy"
-    assert copy.deepcopy.__module__ == "copy"
-    assert copy.copy.__module__ == "copy"
+def test_marked(fixture_saw):
+    assert fixture_saw == (False, False)
     assert not fastcopy.is_patched()
+    assert not via_fastcopy()
 
 def test_after():
-    assert copy.deepcopy is fastcopy.deepcopy
-    assert copy.copy is fastcopy.copy
+    assert fastcopy.is_patched() and via_fastcopy()
 """)
     result = pytester.runpytest(*PLUGIN, "--fastcopy", "--strict-markers", "-p", "no:randomly")
     result.assert_outcomes(passed=3)

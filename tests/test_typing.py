@@ -1,7 +1,9 @@
 """The stubs (fastcopy/__init__.pyi) under mypy: snippets that must pass, one that must fail.
 
-Skipped when mypy is not installed.  mypy only reads the snippets, it never runs them.
+The mypy tests are skipped when mypy is not installed; mypy only reads the snippets, it never
+runs them.  test_runtime_names_are_typed needs no mypy.
 """
+import ast
 import os
 import re
 import subprocess
@@ -9,8 +11,6 @@ import sys
 import textwrap
 
 import pytest
-
-pytest.importorskip("mypy")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -96,6 +96,7 @@ fastcopy.no_such_function()            # E: not exported
 
 @pytest.fixture(scope="module")
 def mypy_output(tmp_path_factory):
+    pytest.importorskip("mypy")
     tmp = tmp_path_factory.mktemp("typing")
     (tmp / "good.py").write_text(textwrap.dedent(GOOD))
     (tmp / "bad.py").write_text(textwrap.dedent(BAD))
@@ -131,3 +132,26 @@ def test_bad_snippets_fail(mypy_output):
     got = sorted({int(ln.split(":")[1]) for ln in lines_of(mypy_output, "bad.py")
                   if "error:" in ln})
     assert got == expected, mypy_output
+
+
+def stub_names():
+    with open(os.path.join(ROOT, "fastcopy", "__init__.pyi"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.asname == a.name)
+    return names
+
+
+def test_runtime_names_are_typed():
+    # every public name the package exports at run time has a stub (the stubs may run ahead)
+    fastcopy = pytest.importorskip("fastcopy")
+    missing = sorted(set(fastcopy.__all__) - stub_names())
+    assert missing == []
