@@ -8,9 +8,7 @@ given or the ini option ``fastcopy = true`` is set (``--no-fastcopy`` overrides 
 When active, the stdlib functions are patched before the initial conftest files are imported
 (so a conftest's ``from copy import deepcopy`` already sees fastcopy) and restored when pytest
 unconfigures.  A test marked ``@pytest.mark.no_fastcopy`` runs its setup, call and teardown with
-the stdlib functions.  ``patch()`` rebinds the ``copy`` module's attributes, so a module that
-did ``from copy import deepcopy`` before the patch keeps the stdlib function: see
-docs/patching.md.
+the stdlib functions.  See docs/patching.md.
 """
 import pytest
 
