@@ -13,6 +13,9 @@ module ``_fastcopy_autopatch`` that the start-up files name:
 The top-level copy exists so that neither path imports the ``fastcopy`` package (and its C core)
 when the variable is unset: this module imports nothing but ``os``, which ``site`` has already
 imported.  Keep it that way.
+
+PYTEST_DONT_REWRITE: pytest marks every top-level module of a plugin's distribution for assertion
+rewriting and warns about those already imported, as this one is when FASTCOPY_AUTOPATCH=1.
 """
 import os
 

@@ -8,8 +8,11 @@ given or the ini option ``fastcopy = true`` is set (``--no-fastcopy`` overrides 
 When active, the stdlib functions are patched before the initial conftest files are imported
 (so a conftest's ``from copy import deepcopy`` already sees fastcopy) and restored when pytest
 unconfigures.  A test marked ``@pytest.mark.no_fastcopy`` runs its setup, call and teardown with
-the stdlib functions.  See docs/patching.md.
+the stdlib functions, also when the patch came from elsewhere (``FASTCOPY_AUTOPATCH=1``).
+See docs/patching.md.
 """
+import sys
+
 import pytest
 
 _MARKER = "no_fastcopy"
@@ -90,9 +93,19 @@ def pytest_unconfigure(config):
         config._fastcopy_session = None
 
 
+def _loaded_fastcopy():
+    """The fastcopy module if something already imported it (never imports it here)."""
+    fc = sys.modules.get("fastcopy")
+    return fc if callable(getattr(fc, "is_patched", None)) else None
+
+
 def pytest_report_header(config):
     session = getattr(config, "_fastcopy_session", None)
     if session is None:
+        fc = _loaded_fastcopy()
+        if fc is not None and fc.is_patched():
+            # e.g. FASTCOPY_AUTOPATCH=1: patched before pytest started, not ours to undo
+            return "fastcopy: active, patched outside pytest (the plugin itself is off)"
         return "fastcopy: inactive (--fastcopy to patch copy.deepcopy/copy.copy)"
     fc = session.fastcopy
     how = "patched by this run" if session.we_patched else "already patched before this run"
@@ -102,11 +115,14 @@ def pytest_report_header(config):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    session = getattr(item.config, "_fastcopy_session", None)
-    if session is None or item.get_closest_marker(_MARKER) is None:
+    if item.get_closest_marker(_MARKER) is None:
         yield
         return
-    fc = session.fastcopy
+    session = getattr(item.config, "_fastcopy_session", None)
+    fc = session.fastcopy if session is not None else _loaded_fastcopy()
+    if fc is None:
+        yield
+        return
     was = fc.is_patched()
     if was:
         fc.unpatch()

@@ -171,3 +171,27 @@ def test_fails():
     assert False
 """)
     pytester.runpytest(*PLUGIN, "--fastcopy").assert_outcomes(failed=1)
+
+
+def test_patched_outside_pytest(pytester):
+    # FASTCOPY_AUTOPATCH=1 patches before pytest starts: header says so, the marker still works
+    pytester.makepyfile(test_probe="""
+import fastcopy
+import pytest
+from probe import via_fastcopy
+
+@pytest.mark.no_fastcopy
+def test_marked():
+    assert not fastcopy.is_patched() and not via_fastcopy()
+
+def test_plain():
+    assert fastcopy.is_patched() and via_fastcopy()
+""")
+    fastcopy.patch()
+    try:
+        result = pytester.runpytest(*PLUGIN, "-p", "no:randomly")
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(["fastcopy: active, patched outside pytest*"])
+        assert fastcopy.is_patched()
+    finally:
+        fastcopy.unpatch()
