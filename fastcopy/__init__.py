@@ -10,9 +10,9 @@ import copy as _copy
 import sys as _sys
 
 from . import _fastcopy
-from ._fastcopy import copy, deepcopy
+from ._fastcopy import copy, cowdict, deepcopy
 
-__all__ = ["Error", "error", "copy", "deepcopy", "patch", "unpatch",
+__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "patch", "unpatch",
            "patched", "is_patched"]
 __version__ = "0.1.0"
 
