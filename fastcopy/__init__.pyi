@@ -7,12 +7,17 @@ from contextlib import AbstractContextManager
 from copy import Error as Error
 from typing import Any, Protocol, TypeVar, overload
 
+from typing_extensions import Self
+
 __version__: str
 
 _T = TypeVar("_T")
 _KT = TypeVar("_KT")
 _VT = TypeVar("_VT")
 _RT_co = TypeVar("_RT_co", covariant=True)
+_S = TypeVar("_S")
+_T1 = TypeVar("_T1")
+_T2 = TypeVar("_T2")
 
 # What share= accepts: a type or tuple of types whose instances are shared (not copied), or a
 # predicate called with each object that answers True to share it.
@@ -60,7 +65,7 @@ def is_patched() -> bool:
     """Whether the copy module's functions are fastcopy's right now."""
 
 class cowdict(MutableMapping[_KT, _VT]):
-    """A dict whose copies share storage until one of them is written (copy-on-write)."""
+    """A dict whose copies share one table until one of them is written (copy-on-write)."""
 
     @overload
     def __init__(self) -> None: ...
@@ -80,9 +85,30 @@ class cowdict(MutableMapping[_KT, _VT]):
     def __delitem__(self, key: _KT, /) -> None: ...
     def __iter__(self) -> Iterator[_KT]: ...
     def __len__(self) -> int: ...
+    def __reversed__(self) -> Iterator[_KT]: ...
     def copy(self) -> cowdict[_KT, _VT]: ...
     def __copy__(self) -> cowdict[_KT, _VT]: ...
     def __deepcopy__(self, memo: _Memo, /) -> cowdict[_KT, _VT]: ...
+    @classmethod
+    @overload
+    def fromkeys(cls, iterable: Iterable[_T], value: None = None, /) -> cowdict[_T, Any | None]: ...
+    @classmethod
+    @overload
+    def fromkeys(cls, iterable: Iterable[_T], value: _S, /) -> cowdict[_T, _S]: ...
+    # | takes any mapping and gives a cowdict; |= also takes (key, value) pairs, like dict
+    @overload
+    def __or__(self, other: Mapping[_KT, _VT], /) -> cowdict[_KT, _VT]: ...
+    @overload
+    def __or__(self, other: Mapping[_T1, _T2], /) -> cowdict[_KT | _T1, _VT | _T2]: ...
+    @overload
+    def __ror__(self, other: Mapping[_KT, _VT], /) -> cowdict[_KT, _VT]: ...
+    @overload
+    def __ror__(self, other: Mapping[_T1, _T2], /) -> cowdict[_KT | _T1, _VT | _T2]: ...
+    # |= accepts more than | (pairs), which mypy flags as an incompatible __ior__
+    @overload  # type: ignore[misc]
+    def __ior__(self, other: Mapping[_KT, _VT], /) -> Self: ...
+    @overload
+    def __ior__(self, other: Iterable[tuple[_KT, _VT]], /) -> Self: ...
 
 def configure(**options: Any) -> dict[str, Any]:
     """Set process-wide options by keyword; returns the settings now in force."""

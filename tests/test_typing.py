@@ -59,6 +59,10 @@ assert_type(d.copy(), cowdict[str, int])
 assert_type(cowdict({1: "x"}), cowdict[int, str])
 assert_type(cowdict([(1.5, b"x")]), cowdict[float, bytes])
 assert_type(len(d), int)
+assert_type(cowdict.fromkeys(["a"], 0), cowdict[str, int])
+assert_type(d | {"z": 1.5}, cowdict[str, int | float])
+d |= {"c": 3}
+assert_type(list(reversed(d)), list[str])
 for k in d:
     assert_type(k, str)
 
