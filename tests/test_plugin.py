@@ -9,7 +9,10 @@ import copy
 
 import pytest
 
-fastcopy = pytest.importorskip("fastcopy")
+try:
+    import fastcopy
+except ImportError as exc:  # the C core not built for this interpreter
+    pytest.skip(f"fastcopy not importable: {exc}", allow_module_level=True)
 
 pytest_plugins = ("pytester",)
 
