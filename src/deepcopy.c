@@ -326,11 +326,12 @@ fc_append(FcState *st, PyObject *y, PyObject *item)
        else x.__reduce_ex__(4), else x.__reduce__(), else Error.
    new ref | NULL+exc */
 static PyObject *
-fc_reduce(FcState *st, PyObject *x, int deep)
+fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
 {
     PyTypeObject *tp = Py_TYPE(x);
-    PyObject *reductor, *rv;
-    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
+    PyObject *reductor = NULL, *rv;
+    if (!(gflags & FG_NO_REDUCTOR)
+        && fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
         return NULL;
     }
     if (reductor != NULL) {
@@ -523,7 +524,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(item);
         return 1;
     }
-    if (fc_memo_finish(c, x, y) < 0) {
+    if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -594,7 +595,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(v);
         return 1;
     }
-    if (fc_memo_finish(c, x, y) < 0) {
+    if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -807,7 +808,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
     }
 done:
-    if (fc_memo_finish(c, f->x, f->y) < 0) {
+    if (fc_memo_finish_stored(c, f->x, f->y) < 0) {
         return -1;
     }
     *out = Py_NewRef(f->y);
@@ -1003,13 +1004,14 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
-fc_deep_generic(FcCtx *c, PyObject *x)
+fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *copier = NULL, *y = NULL;
 
-    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
+    if (!(gflags & FG_NO_DEEP_DISPATCH)
+        && fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
@@ -1026,7 +1028,7 @@ fc_deep_generic(FcCtx *c, PyObject *x)
     if (PyType_IsSubtype(tp, &PyType_Type)) {
         return Py_NewRef(x);
     }
-    if (fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
+    if (!(gflags & FG_NO_DEEPCOPY_HOOK) && fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
@@ -1040,7 +1042,7 @@ fc_deep_generic(FcCtx *c, PyObject *x)
     }
     Py_CLEAR(copier);
 
-    PyObject *rv = fc_reduce(st, x, 1);
+    PyObject *rv = fc_reduce(st, x, 1, gflags);
     if (rv == NULL) {
         return NULL;
     }
@@ -1198,11 +1200,13 @@ fc_enter(FcCtx *c, PyObject *x)
             break;
         }
     }
+    int gflags = 0;
     if (k == FK_OTHER && !PyType_Check(x)) {
         FcPlan tmp, *p = fc_plan_get(st, tp, &tmp);
         if (p == NULL) {
             return NULL;
         }
+        gflags = p->gflags;
         PyObject *res = NULL;
         if (p->deep == FP_PLAIN) {
             res = fc_deep_plain(c, x, p);
@@ -1233,7 +1237,7 @@ fc_enter(FcCtx *c, PyObject *x)
             return res;
         }
     }
-    return fc_deep_generic(c, x);
+    return fc_deep_generic(c, x, gflags);
 }
 
 /* Deep-copy x with the call's context: the one loop.
