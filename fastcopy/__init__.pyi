@@ -2,7 +2,7 @@
 # Every copying function returns the type of what it was given (the copy of an X is an X), as
 # typeshed's copy.pyi does for the stdlib functions fastcopy replaces.
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager
 from copy import Error as Error
 from typing import Any, Protocol, TypeVar, overload
@@ -23,6 +23,10 @@ _T2 = TypeVar("_T2")
 # predicate called with each object that answers True to share it.
 _Share = type | tuple[type, ...] | Callable[[Any], bool] | None
 
+# A deep= path: a dotted string ("optimizer.state") or a tuple of steps (("layers", 0, "w")):
+# keys, indexes or attribute names.  deep= takes one path or an iterable of them.
+_Path = str | tuple[Hashable, ...]
+
 # The memo: like the stdlib, any mapping with get / __getitem__ / __setitem__ keyed by id().
 _Memo = MutableMapping[int, Any]
 
@@ -38,8 +42,8 @@ if sys.version_info >= (3, 13):
 def deepcopy(x: _T, memo: _Memo | None = None, _nil: Any = ..., *, share: _Share = None) -> _T:
     """Deep copy of x, exactly as copy.deepcopy on the running interpreter."""
 
-def copy(x: _T, *, deep: Iterable[str] | None = None) -> _T:
-    """Shallow copy of x, exactly as copy.copy; deep= names paths to copy deeply."""
+def copy(x: _T, *, deep: _Path | Iterable[_Path] | None = None) -> _T:
+    """Shallow copy of x, exactly as copy.copy; deep= names fields to deep-copy inside it."""
 
 def replicate(x: _T, n: int, *, share: _Share = None) -> list[_T]:
     """n independent deep copies of x, as [deepcopy(x) for _ in range(n)]."""

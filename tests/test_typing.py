@@ -31,6 +31,9 @@ assert_type(fastcopy.deepcopy({"a": (1, "b")}, share=(int, str)), dict[str, tupl
 assert_type(fastcopy.deepcopy(xs, share=lambda o: isinstance(o, bytes)), list[int])
 assert_type(fastcopy.copy(xs), list[int])
 assert_type(fastcopy.copy({"a": [1]}, deep=["a"]), dict[str, list[int]])
+assert_type(fastcopy.copy({"a": [1]}, deep="a"), dict[str, list[int]])
+assert_type(fastcopy.copy({"a": [1]}, deep=("a", 0)), dict[str, list[int]])
+assert_type(fastcopy.copy({"a": [1]}, deep=[("a", 0), "a"]), dict[str, list[int]])
 assert_type(fastcopy.replicate(xs, 3), list[list[int]])
 assert_type(fastcopy.replicate(xs, 3, share=None), list[list[int]])
 
@@ -89,6 +92,7 @@ from fastcopy import cowdict
 xs: list[int] = fastcopy.deepcopy([1])
 s: str = fastcopy.deepcopy(1)          # E: int is not str
 fastcopy.copy(xs, True)                # E: deep is keyword-only
+fastcopy.copy(xs, deep=3)              # E: a path is a str or a tuple
 fastcopy.replicate(xs)                 # E: n is required
 fastcopy.replicate(xs, "3")            # E: n is an int
 d: cowdict[str, int] = cowdict()
