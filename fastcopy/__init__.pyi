@@ -123,5 +123,8 @@ def trim() -> int:
 def backends() -> dict[str, Any]:
     """The copy backends available in this process (cpu, numpy, torch, cuda) and their state."""
 
-def snapshot(x: _T, device: str = "cpu") -> _T:
-    """A deep copy whose tensors land on device: not a drop-in, see docs/api.md."""
+def snapshot(x: _T, *, device: Any = "cpu", pin_memory: bool = False) -> _T:
+    """A deep copy whose torch tensors are created on device (a str or torch.device).
+
+    Not a drop-in for copy.deepcopy: see docs/api.md.
+    """

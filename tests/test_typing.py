@@ -73,7 +73,7 @@ assert_type(fastcopy.configure(), dict[str, Any])
 assert_type(fastcopy.trim(), int)
 assert_type(fastcopy.backends(), dict[str, Any])
 assert_type(fastcopy.snapshot(xs), list[int])
-assert_type(fastcopy.snapshot(xs, device="cuda:0"), list[int])
+assert_type(fastcopy.snapshot(xs, device="cuda:0", pin_memory=False), list[int])
 
 if sys.version_info >= (3, 13):
     import dataclasses
@@ -98,6 +98,7 @@ fastcopy.replicate(xs, "3")            # E: n is an int
 d: cowdict[str, int] = cowdict()
 d["a"] = "b"                           # E: value type
 fastcopy.deepcopy(xs, share=3)         # E: not a type / predicate
+fastcopy.snapshot(xs, "cpu")           # E: device is keyword-only
 fastcopy.no_such_function()            # E: not exported
 """
 
