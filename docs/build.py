@@ -12,7 +12,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "_build")
-ORDER = ["index", "patching", "api", "cowdict", "semantics", "real-world"]
+ORDER = ["index", "patching", "api", "cowdict", "buffers-cuda", "semantics", "real-world"]
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} - fastcopy</title>
