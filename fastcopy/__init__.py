@@ -4,6 +4,8 @@
 results as the stdlib's functions on the running interpreter (types, values,
 aliasing, memo contents, hook calls, errors), computed in C.
 ``fastcopy.patch()`` makes ``copy.deepcopy`` / ``copy.copy`` use them.
+
+PYTEST_DONT_REWRITE
 """
 import contextlib as _contextlib
 import copy as _copy
