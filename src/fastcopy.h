@@ -234,7 +234,22 @@ typedef struct {
     /* torch (torch.c): found through sys.modules when first met */
     PyObject *torch_tensor;        /* torch.Tensor, strong, or NULL */
     PyObject *torch_parameter;     /* torch.nn.Parameter, strong, or NULL */
-    int torch_checked;
+    int torch_checked;             /* 0 not yet, 1 ready, -1 never */
+    PyObject *torch_ustorage;      /* torch.UntypedStorage */
+    PyObject *torch_tstorage;      /* torch.TypedStorage */
+    PyObject *torch_names;         /* tuple of interned names (torch.c TN_*) */
+    PyObject *torch_attr_names;    /* tuple: names of the captured attributes */
+    PyObject *torch_attrs;         /* tuple: the attributes seen at first use */
+    PyObject *torch_probes;        /* tuple: torch._C mode probes */
+    PyObject *torch_strided;       /* torch.strided */
+    PyObject *torch_preserve;      /* torch.preserve_format */
+    PyObject *torch_copy_deepcopy; /* copy.deepcopy as torch first saw it */
+    PyObject *torch_tensor_globals;   /* torch._tensor.__dict__ */
+    PyObject *torch_storage_globals;  /* torch.storage.__dict__ */
+    PyObject *torch_make_subclass; /* torch.Tensor._make_subclass */
+    PyObject *torch_empty_like;    /* torch.empty_like */
+    unsigned int torch_us_tag;     /* UntypedStorage's tag when verified */
+    unsigned int torch_ts_tag;     /* TypedStorage's tag when verified */
 
     FcPlan plans[FC_PLAN_SLOTS];
 } FcState;

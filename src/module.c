@@ -15,7 +15,11 @@
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
     X(py_deepcopy) X(cowdict_type) X(np_ndarray) X(torch_tensor) \
-    X(torch_parameter)
+    X(torch_parameter) X(torch_ustorage) X(torch_tstorage) X(torch_names) \
+    X(torch_attr_names) X(torch_attrs) X(torch_probes) X(torch_strided) \
+    X(torch_preserve) X(torch_copy_deepcopy) X(torch_tensor_globals) \
+    X(torch_storage_globals) X(torch_make_subclass) \
+    X(torch_empty_like)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)

@@ -1,18 +1,915 @@
 /*
  * torch.c: torch tensors and parameters.  Kinds FB_TORCH_FIRST..LAST.
+ *
+ * fastcopy is not compiled against torch.  The first time a type is planned
+ * while "torch" is in sys.modules, fc_torch_init() caches torch.Tensor,
+ * nn.Parameter, UntypedStorage, TypedStorage and -- "at first use" -- every
+ * attribute that torch's own deepcopy path looks up on those classes.  The
+ * functions whose bodies we reproduce are fingerprinted by their co_names,
+ * so a torch whose deepcopy code differs from the one this file was written
+ * against (2.13) is simply not taken over.
+ *
+ * What we reproduce (torch/_tensor.py, torch/storage.py, nn/parameter.py):
+ *
+ *   Tensor.__deepcopy__(memo), plain CPU strided leaf branch:
+ *     us = self.untyped_storage()
+ *     new_us = copy.deepcopy(us, memo)          # memo.get(id(us)) first;
+ *         UntypedStorage.__deepcopy__:          #   then this, then
+ *           tm = memo.setdefault("torch", {})   #   memo[id(us)] = new_us
+ *           tm.get(us._cdata) or                #   and _keep_alive(us)
+ *           tm[us._cdata] = UntypedStorage(us.nbytes(), device=us.device)
+ *                           .copy_(us)
+ *     t = self.new_empty([]); t.set_(new_us, offset, size, stride)
+ *     if self.requires_grad: t.requires_grad_()
+ *     if self.grad is not None: t.grad = self.grad.__deepcopy__(memo)
+ *     t.__dict__ = deepcopy(self.__dict__, memo)
+ *     memo[id(self)] = t
+ *   The TypedStorage wrapper torch builds around new_us is transient and
+ *   invisible; set_ accepts the untyped storage itself.  The fresh tensor we
+ *   set_ comes from self.new() (no allocation) instead of new_empty([]):
+ *   set_ replaces everything new_empty set up (sizes, strides, storage), and
+ *   both start at version 0 and leave set_ at version 1.  The byte copy of
+ *   small storages is a memcpy between the two data pointers; large ones use
+ *   torch's own copy_ (parallel).  The memo holds a string key ("torch"), so
+ *   the call's memo is exposed as a dict before the first tensor.
+ *
+ *   Parameter.__deepcopy__(memo):
+ *     Parameter(self.data.clone(memory_format=torch.preserve_format),
+ *               self.requires_grad)
+ *     == Tensor._make_subclass(Parameter, clone, requires_grad) for a plain
+ *     data tensor; no storage memo, no .grad, no __dict__.  The memo stays
+ *     native.
+ *
+ * Declined (NULL without an exception -> the walker calls the object's own
+ * __deepcopy__ with the same memo): any active torch function mode,
+ * dispatch mode, functorch transform or inference mode; a memo that is not
+ * a dict; tensors that are not CPU, strided, leaf, or are quantized, conj,
+ * neg, inference, or have a non-empty __dict__; a .grad (or its .grad) that
+ * would be declined itself; any of the captured attributes replaced on the
+ * classes, a __deepcopy__ in the instance dict, an entry for the type in
+ * copy._deepcopy_dispatch, or copy.deepcopy replaced.  Every check runs
+ * before the first side effect.
  */
 #include "fastcopy.h"
+
+enum {
+    FB_TORCH_TENSOR = FB_TORCH_FIRST,
+    FB_TORCH_PARAM,
+};
+
+/* storages up to this size are copied with memcpy; larger ones with
+   torch's own (multithreaded) copy_ */
+#define FC_TORCH_MEMCPY_MAX ((Py_ssize_t)1 << 20)
+
+/* Owners of the captured attributes. */
+enum { FT_TENSOR, FT_PARAM, FT_USTORAGE, FT_TSTORAGE };
+
+typedef struct {
+    int owner;
+    const char *name;
+    const char *names;   /* expected co_names of the function, or NULL */
+} FcTorchAttr;
+
+/* Everything torch's deepcopy path or ours looks up on the classes.  Index
+   order is the order of st->torch_attrs. */
+static const FcTorchAttr fc_torch_attrs[] = {
+    {FT_TENSOR, "__deepcopy__",
+     "has_torch_function_unary,handle_torch_function,Tensor,__deepcopy__,is_leaf,"
+     "RuntimeError,id,torch,no_grad,is_sparse,device,type,_C,_has_storage,"
+     "_get_privateuse1_backend_name,data_ptr,clone,_typed_storage,_deepcopy,"
+     "is_quantized,qscheme,per_tensor_affine,q_scale,q_zero_point,"
+     "per_channel_affine,per_channel_affine_float_qparams,q_per_channel_scales,"
+     "q_per_channel_zero_points,q_per_channel_axis,_utils,_rebuild_qtensor,"
+     "storage,TypedStorage,_untyped_storage,dtype,storage_offset,size,stride,"
+     "requires_grad,_backward_hooks,new_empty,set_,is_conj,conj_physical,"
+     "is_neg,neg,requires_grad_,grad,copyreg,_slotnames,__class__,hasattr,"
+     "setattr,deepcopy,getattr,_clear_non_serializable_cached_data,__dict__"},
+    {FT_TENSOR, "_typed_storage", "untyped_storage,torch,TypedStorage,dtype"},
+    {FT_TENSOR, "_clear_non_serializable_cached_data",
+     "has_torch_function_unary,handle_torch_function,Tensor,"
+     "_clear_non_serializable_cached_data,__dict__,pop"},
+    {FT_TENSOR, "untyped_storage", NULL},
+    {FT_TENSOR, "new_empty", NULL},
+    {FT_TENSOR, "new", NULL},
+    {FT_TENSOR, "set_", NULL},
+    {FT_TENSOR, "storage_offset", NULL},
+    {FT_TENSOR, "size", NULL},
+    {FT_TENSOR, "shape", NULL},
+    {FT_TENSOR, "stride", NULL},
+    {FT_TENSOR, "requires_grad", NULL},
+    {FT_TENSOR, "requires_grad_", NULL},
+    {FT_TENSOR, "grad", NULL},
+    {FT_TENSOR, "is_leaf", NULL},
+    {FT_TENSOR, "is_sparse", NULL},
+    {FT_TENSOR, "is_cpu", NULL},
+    {FT_TENSOR, "device", NULL},
+    {FT_TENSOR, "layout", NULL},
+    {FT_TENSOR, "dtype", NULL},
+    {FT_TENSOR, "data_ptr", NULL},
+    {FT_TENSOR, "is_quantized", NULL},
+    {FT_TENSOR, "is_conj", NULL},
+    {FT_TENSOR, "is_neg", NULL},
+    {FT_TENSOR, "is_inference", NULL},
+    {FT_TENSOR, "clone", NULL},
+    {FT_TENSOR, "data", NULL},
+    {FT_TENSOR, "nbytes", NULL},
+    {FT_TENSOR, "is_contiguous", NULL},
+    {FT_TENSOR, "__dict__", NULL},
+    {FT_TENSOR, "__torch_function__", NULL},
+    {FT_TENSOR, "_make_subclass", NULL},
+    {FT_PARAM, "__deepcopy__",
+     "id,type,data,clone,torch,preserve_format,requires_grad"},
+    {FT_PARAM, "__new__",
+     "torch,empty,type,Tensor,Parameter,_make_subclass,detach,requires_grad_,"
+     "RuntimeError,__name__,_is_param"},
+    {FT_PARAM, "__init__", NULL},
+    {FT_PARAM, "data", NULL},
+    {FT_PARAM, "requires_grad", NULL},
+    {FT_PARAM, "__torch_function__", NULL},
+    {FT_USTORAGE, "__deepcopy__", "setdefault,_cdata,clone"},
+    {FT_USTORAGE, "clone", "type,nbytes,device,copy_"},
+    {FT_USTORAGE, "__new__", NULL},
+    {FT_USTORAGE, "__init__", NULL},
+    {FT_USTORAGE, "nbytes", NULL},
+    {FT_USTORAGE, "device", NULL},
+    {FT_USTORAGE, "copy_", NULL},
+    {FT_USTORAGE, "data_ptr", NULL},
+    {FT_USTORAGE, "_cdata", NULL},
+    {FT_TSTORAGE, "_deepcopy", "_new_wrapped_storage,copy,deepcopy,_untyped_storage"},
+    {FT_TSTORAGE, "_new_wrapped_storage",
+     "type,torch,UntypedStorage,AssertionError,__name__,TypedStorage,cast,Self,dtype"},
+    {FT_TSTORAGE, "__new__", NULL},
+    {FT_TSTORAGE, "__init__", NULL},
+};
+#define FC_TORCH_NATTRS ((Py_ssize_t)(sizeof(fc_torch_attrs) / sizeof(fc_torch_attrs[0])))
+
+/* Interned names, by index into st->torch_names. */
+enum {
+    TN_UNTYPED_STORAGE, TN_NEW, TN_SET, TN_STORAGE_OFFSET, TN_SHAPE, TN_STRIDE,
+    TN_REQUIRES_GRAD, TN_GRAD, TN_IS_LEAF, TN_IS_CPU, TN_LAYOUT, TN_IS_QUANTIZED,
+    TN_IS_CONJ, TN_IS_NEG, TN_IS_INFERENCE, TN_DATA, TN_CLONE, TN_NBYTES,
+    TN_DEVICE, TN_COPY, TN_DATA_PTR, TN_CDATA, TN_TORCH, TN_DEEPCOPY, TN_COPY_MOD,
+    TN_MEMORY_FORMAT, TN_NBYTES_ATTR, TN_IS_CONTIGUOUS,
+    TN__COUNT,
+    TN_KW_DEVICE = TN__COUNT,     /* ("device",) */
+    TN_KW_MEMORY_FORMAT,          /* ("memory_format",) */
+    TN__SIZE
+};
+static const char *const fc_torch_names[TN__COUNT] = {
+    "untyped_storage", "new", "set_", "storage_offset", "shape", "stride",
+    "requires_grad", "grad", "is_leaf", "is_cpu", "layout", "is_quantized",
+    "is_conj", "is_neg", "is_inference", "data", "clone", "nbytes",
+    "device", "copy_", "data_ptr", "_cdata", "torch", "deepcopy", "copy",
+    "memory_format", "nbytes", "is_contiguous",
+};
+#define TN(st, i) PyTuple_GET_ITEM((st)->torch_names, (i))
+
+/* Probes of torch's thread-local modes, by index into st->torch_probes:
+   each returns a bool or an int; any true value declines. */
+static const char *const fc_torch_probes[] = {
+    "_is_torch_function_mode_enabled", "_len_torch_dispatch_stack",
+    "is_inference_mode_enabled", "_are_functorch_transforms_active",
+};
+#define FC_TORCH_NPROBES 4
+
+/* plan.c */
+static int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
+
+/* ------------------------------------------------------------------ */
+/* Finding torch                                                       */
+/* ------------------------------------------------------------------ */
+
+/* A module from sys.modules, or NULL (no exception) when absent.
+   borrowed */
+static PyObject *
+fc_torch_module(const char *name)
+{
+    PyObject *mods = PySys_GetObject("modules");
+    PyObject *m = mods != NULL && PyDict_Check(mods)
+                  ? PyDict_GetItemString(mods, name) : NULL;
+    return m;
+}
+
+/* co_names of f joined by commas == expected?  1 | 0 | -1+exc */
+static int
+fc_torch_fingerprint(PyObject *f, const char *expected)
+{
+    PyObject *fn = NULL;
+    if (Py_IS_TYPE(f, &PyStaticMethod_Type)) {
+        /* __new__ is stored as a staticmethod */
+        fn = PyObject_GetAttrString(f, "__func__");
+        if (fn == NULL) {
+            return -1;
+        }
+        f = fn;
+    }
+    if (!PyFunction_Check(f)) {
+        Py_XDECREF(fn);
+        return 0;
+    }
+    PyObject *names = ((PyCodeObject *)PyFunction_GET_CODE(f))->co_names;
+    PyObject *sep = PyUnicode_FromString(",");
+    if (sep == NULL) {
+        Py_XDECREF(fn);
+        return -1;
+    }
+    PyObject *joined = PyUnicode_Join(sep, names);
+    Py_DECREF(sep);
+    Py_XDECREF(fn);
+    if (joined == NULL) {
+        return -1;
+    }
+    int same = PyUnicode_CompareWithASCIIString(joined, expected) == 0;
+    Py_DECREF(joined);
+    return same;
+}
+
+FC_INLINE PyTypeObject *
+fc_torch_owner(FcState *st, int owner)
+{
+    switch (owner) {
+    case FT_TENSOR: return (PyTypeObject *)st->torch_tensor;
+    case FT_PARAM: return (PyTypeObject *)st->torch_parameter;
+    case FT_USTORAGE: return (PyTypeObject *)st->torch_ustorage;
+    default: return (PyTypeObject *)st->torch_tstorage;
+    }
+}
+
+/* Are the attributes of `owner` still the ones seen at first use? */
+static int
+fc_torch_attrs_same(FcState *st, int owner)
+{
+    PyTypeObject *tp = fc_torch_owner(st, owner);
+    for (Py_ssize_t i = 0; i < FC_TORCH_NATTRS; i++) {
+        if (fc_torch_attrs[i].owner != owner) {
+            continue;
+        }
+        PyObject *name = PyTuple_GET_ITEM(st->torch_attr_names, i);
+        PyObject *v = _PyType_Lookup(tp, name);
+        PyObject *seen = PyTuple_GET_ITEM(st->torch_attrs, i);
+        if ((v == NULL ? Py_None : v) != seen) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A type's tag after making sure it has one (0 when it cannot). */
+static unsigned int
+fc_torch_tag(FcState *st, PyTypeObject *tp)
+{
+    (void)_PyType_Lookup(tp, st->s_new);   /* assigns a tag when possible */
+    return fc_type_tag(tp);
+}
+
+/* Capture torch's classes and attributes.  1 ready | 0 not (yet) usable |
+   -1+exc.  Sets st->torch_checked to 1 (ready) or -1 (never). */
+static int
+fc_torch_init(FcState *st)
+{
+    PyObject *torch = fc_torch_module("torch");
+    PyObject *tmod = fc_torch_module("torch._tensor");
+    PyObject *smod = fc_torch_module("torch.storage");
+    PyObject *pmod = fc_torch_module("torch.nn.parameter");
+    PyObject *cmod = fc_torch_module("torch._C");
+    PyObject *names = NULL, *attr_names = NULL, *attrs = NULL, *probes = NULL;
+    PyObject *tensor = NULL, *param = NULL, *ustorage = NULL, *tstorage = NULL;
+    PyObject *strided = NULL, *preserve = NULL;
+    if (torch == NULL || tmod == NULL || smod == NULL || pmod == NULL || cmod == NULL) {
+        return 0;   /* not imported (or still importing): look again later */
+    }
+    tensor = PyObject_GetAttrString(tmod, "Tensor");
+    param = PyObject_GetAttrString(pmod, "Parameter");
+    ustorage = PyObject_GetAttrString(smod, "UntypedStorage");
+    tstorage = PyObject_GetAttrString(smod, "TypedStorage");
+    strided = PyObject_GetAttrString(torch, "strided");
+    preserve = PyObject_GetAttrString(torch, "preserve_format");
+    if (tensor == NULL || param == NULL || ustorage == NULL || tstorage == NULL
+        || strided == NULL || preserve == NULL) {
+        goto not_yet;
+    }
+    if (!PyType_Check(tensor) || !PyType_Check(param) || !PyType_Check(ustorage)
+        || !PyType_Check(tstorage)) {
+        goto never;
+    }
+    probes = PyTuple_New(FC_TORCH_NPROBES);
+    if (probes == NULL) {
+        goto error;
+    }
+    for (int i = 0; i < FC_TORCH_NPROBES; i++) {
+        PyObject *f = PyObject_GetAttrString(cmod, fc_torch_probes[i]);
+        if (f == NULL) {
+            goto not_yet;
+        }
+        PyTuple_SET_ITEM(probes, i, f);
+    }
+    names = PyTuple_New(TN__SIZE);
+    attr_names = PyTuple_New(FC_TORCH_NATTRS);
+    attrs = PyTuple_New(FC_TORCH_NATTRS);
+    if (names == NULL || attr_names == NULL || attrs == NULL) {
+        goto error;
+    }
+    for (int i = 0; i < TN__COUNT; i++) {
+        PyObject *s = PyUnicode_InternFromString(fc_torch_names[i]);
+        if (s == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    for (int i = TN__COUNT; i < TN__SIZE; i++) {
+        PyObject *kw = PyTuple_Pack(1, PyTuple_GET_ITEM(
+            names, i == TN_KW_DEVICE ? TN_DEVICE : TN_MEMORY_FORMAT));
+        if (kw == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(names, i, kw);
+    }
+    Py_XSETREF(st->torch_tensor, Py_NewRef(tensor));
+    Py_XSETREF(st->torch_parameter, Py_NewRef(param));
+    Py_XSETREF(st->torch_ustorage, Py_NewRef(ustorage));
+    Py_XSETREF(st->torch_tstorage, Py_NewRef(tstorage));
+    for (Py_ssize_t i = 0; i < FC_TORCH_NATTRS; i++) {
+        const FcTorchAttr *a = &fc_torch_attrs[i];
+        PyObject *s = PyUnicode_InternFromString(a->name);
+        if (s == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(attr_names, i, s);
+        PyObject *v = _PyType_Lookup(fc_torch_owner(st, a->owner), s);
+        if (a->names != NULL) {
+            int r = v == NULL ? 0 : fc_torch_fingerprint(v, a->names);
+            if (r < 0) {
+                goto error;
+            }
+            if (r == 0) {
+                goto never;
+            }
+        }
+        PyTuple_SET_ITEM(attrs, i, Py_NewRef(v == NULL ? Py_None : v));
+    }
+    /* torch's storage path calls copy.deepcopy (torch.storage's `copy`)
+       and _tensor.py's `from copy import deepcopy`: both must be the
+       stdlib's function (patched or not, it is the same object) */
+    PyObject *dc = PyDict_GetItemString(st->copy_globals, "deepcopy");
+    if (dc == NULL || !PyFunction_Check(dc)) {
+        goto never;
+    }
+    Py_XSETREF(st->torch_names, names);
+    Py_XSETREF(st->torch_attr_names, attr_names);
+    Py_XSETREF(st->torch_attrs, attrs);
+    Py_XSETREF(st->torch_probes, probes);
+    Py_XSETREF(st->torch_strided, strided);
+    Py_XSETREF(st->torch_preserve, preserve);
+    Py_XSETREF(st->torch_copy_deepcopy, Py_NewRef(dc));
+    Py_XSETREF(st->torch_tensor_globals, Py_NewRef(PyModule_GetDict(tmod)));
+    Py_XSETREF(st->torch_storage_globals, Py_NewRef(PyModule_GetDict(smod)));
+    Py_XSETREF(st->torch_empty_like, PyObject_GetAttrString(torch, "empty_like"));
+    if (st->torch_empty_like == NULL) {
+        PyErr_Clear();
+        goto never;
+    }
+    Py_XSETREF(st->torch_make_subclass,
+               PyObject_GetAttrString(tensor, "_make_subclass"));
+    if (st->torch_make_subclass == NULL) {
+        PyErr_Clear();
+        goto never;
+    }
+    st->torch_us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
+    st->torch_ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
+    st->torch_checked = 1;
+    Py_DECREF(tensor);
+    Py_DECREF(param);
+    Py_DECREF(ustorage);
+    Py_DECREF(tstorage);
+    return 1;
+
+not_yet:
+    PyErr_Clear();
+    Py_XDECREF(names);
+    Py_XDECREF(attr_names);
+    Py_XDECREF(attrs);
+    Py_XDECREF(probes);
+    Py_XDECREF(tensor);
+    Py_XDECREF(param);
+    Py_XDECREF(ustorage);
+    Py_XDECREF(tstorage);
+    Py_XDECREF(strided);
+    Py_XDECREF(preserve);
+    return 0;
+never:
+    st->torch_checked = -1;
+    Py_CLEAR(st->torch_names);
+    Py_CLEAR(st->torch_attrs);
+    goto not_yet;
+error:
+    Py_XDECREF(names);
+    Py_XDECREF(attr_names);
+    Py_XDECREF(attrs);
+    Py_XDECREF(probes);
+    Py_XDECREF(tensor);
+    Py_XDECREF(param);
+    Py_XDECREF(ustorage);
+    Py_XDECREF(tstorage);
+    Py_XDECREF(strided);
+    Py_XDECREF(preserve);
+    return -1;
+}
 
 /* FB_* kind for tp, 0 when not torch's.  kind | 0 | -1+exc */
 static int
 fc_torch_kind(FcState *st, PyTypeObject *tp)
 {
-    return 0;
+    if (st->torch_checked == 0) {
+        if (fc_torch_module("torch") == NULL) {
+            return 0;
+        }
+        int r = fc_torch_init(st);
+        if (r <= 0) {
+            return r;
+        }
+    }
+    if (st->torch_checked < 0) {
+        return 0;
+    }
+    int kind;
+    if ((PyObject *)tp == st->torch_tensor) {
+        kind = FB_TORCH_TENSOR;
+    }
+    else if ((PyObject *)tp == st->torch_parameter) {
+        kind = FB_TORCH_PARAM;
+        if (!fc_torch_attrs_same(st, FT_PARAM)) {
+            return 0;
+        }
+    }
+    else {
+        return 0;
+    }
+    if (!fc_torch_attrs_same(st, FT_TENSOR)) {
+        return 0;
+    }
+    /* a copier registered for the type wins over __deepcopy__ */
+    PyObject *e;
+    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
+        return -1;
+    }
+    int registered = e != NULL && e != Py_None;
+    Py_XDECREF(e);
+    return registered ? 0 : kind;
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-call guards                                                     */
+/* ------------------------------------------------------------------ */
+
+/* The parts torch's path reaches that are not attributes of the tensor's
+   type: thread-local modes, the storage classes, copy.deepcopy.
+   1 native is fine | 0 decline | -1+exc */
+static int
+fc_torch_ambient(FcState *st, int storages)
+{
+    for (int i = 0; i < FC_TORCH_NPROBES; i++) {
+        PyObject *v = PyObject_CallNoArgs(PyTuple_GET_ITEM(st->torch_probes, i));
+        if (v == NULL) {
+            return -1;
+        }
+        int t = PyObject_IsTrue(v);
+        Py_DECREF(v);
+        if (t != 0) {
+            return t < 0 ? -1 : 0;
+        }
+    }
+    if (!storages) {
+        return 1;
+    }
+    PyTypeObject *us = (PyTypeObject *)st->torch_ustorage;
+    PyTypeObject *ts = (PyTypeObject *)st->torch_tstorage;
+    if (fc_type_tag(us) != st->torch_us_tag || st->torch_us_tag == 0) {
+        if (!fc_torch_attrs_same(st, FT_USTORAGE)) {
+            return 0;
+        }
+        st->torch_us_tag = fc_torch_tag(st, us);
+    }
+    if (fc_type_tag(ts) != st->torch_ts_tag || st->torch_ts_tag == 0) {
+        if (!fc_torch_attrs_same(st, FT_TSTORAGE)) {
+            return 0;
+        }
+        st->torch_ts_tag = fc_torch_tag(st, ts);
+    }
+    /* copy.deepcopy(self._untyped_storage, memo) in torch.storage, and
+       _tensor.py's own `deepcopy` for __dict__ */
+    PyObject *dc = st->torch_copy_deepcopy;
+    if (PyDict_GetItemWithError(st->copy_globals, TN(st, TN_DEEPCOPY)) != dc
+        || PyDict_GetItemWithError(st->torch_tensor_globals, TN(st, TN_DEEPCOPY)) != dc
+        || PyDict_GetItemWithError(st->torch_storage_globals, TN(st, TN_COPY_MOD))
+           != st->copy_module) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *e;
+    if (fc_table_get(st, st->deep_dispatch, st->torch_ustorage, &e) < 0) {
+        return -1;
+    }
+    int registered = e != NULL && e != Py_None;
+    Py_XDECREF(e);
+    return !registered;
+}
+
+/* getattr(o, TN(i)) is True?  1 | 0 | -1+exc */
+static int
+fc_torch_flag(FcState *st, PyObject *o, int i)
+{
+    PyObject *v = PyObject_GetAttr(o, TN(st, i));
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* o.<method TN(i)>() is True?  1 | 0 | -1+exc */
+static int
+fc_torch_test(FcState *st, PyObject *o, int i)
+{
+    PyObject *v = PyObject_CallMethodNoArgs(o, TN(st, i));
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* Is x (an exact torch.Tensor) one we copy natively?  depth counts .grad
+   levels.  1 | 0 decline | -1+exc */
+static int
+fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
+{
+    if ((PyObject *)Py_TYPE(x) != st->torch_tensor || depth > 2) {
+        return 0;
+    }
+    /* an empty instance dict: nothing shadows a method, no
+       __deepcopy__ of its own, nothing for _clear_non_serializable_... */
+    PyObject **dp = _PyObject_GetDictPtr(x);
+    if (dp != NULL && *dp != NULL
+        && (!PyDict_CheckExact(*dp) || PyDict_GET_SIZE(*dp) != 0)) {
+        return 0;
+    }
+    int r;
+    if ((r = fc_torch_flag(st, x, TN_IS_LEAF)) != 1
+        || (r = fc_torch_flag(st, x, TN_IS_CPU)) != 1) {
+        return r;
+    }
+    PyObject *layout = PyObject_GetAttr(x, TN(st, TN_LAYOUT));
+    if (layout == NULL) {
+        return -1;
+    }
+    Py_DECREF(layout);
+    if (layout != st->torch_strided) {
+        return 0;
+    }
+    if ((r = fc_torch_flag(st, x, TN_IS_QUANTIZED)) != 0
+        || (r = fc_torch_test(st, x, TN_IS_CONJ)) != 0
+        || (r = fc_torch_test(st, x, TN_IS_NEG)) != 0
+        || (r = fc_torch_test(st, x, TN_IS_INFERENCE)) != 0) {
+        return r < 0 ? -1 : 0;
+    }
+    PyObject *g = PyObject_GetAttr(x, TN(st, TN_GRAD));
+    if (g == NULL) {
+        return -1;
+    }
+    r = g == Py_None ? 1 : fc_torch_tensor_ok(st, g, depth + 1);
+    Py_DECREF(g);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Storages                                                            */
+/* ------------------------------------------------------------------ */
+
+/* _StorageBase.clone: UntypedStorage(nbytes, device=device), bytes copied.
+   new ref | NULL+exc */
+static PyObject *
+fc_torch_storage_clone(FcState *st, PyObject *us)
+{
+    PyObject *nb = NULL, *dev = NULL, *y = NULL, *p = NULL;
+    nb = PyObject_CallMethodNoArgs(us, TN(st, TN_NBYTES));
+    if (nb == NULL || (dev = PyObject_GetAttr(us, TN(st, TN_DEVICE))) == NULL) {
+        goto done;
+    }
+    PyObject *args[3] = {NULL, nb, dev};
+    y = PyObject_Vectorcall(st->torch_ustorage, args + 1,
+                            1 | PY_VECTORCALL_ARGUMENTS_OFFSET, TN(st, TN_KW_DEVICE));
+    if (y == NULL) {
+        goto done;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(nb);
+    if (n == -1 && PyErr_Occurred()) {
+        Py_CLEAR(y);
+        goto done;
+    }
+    if (n > FC_TORCH_MEMCPY_MAX) {
+        p = PyObject_CallMethodOneArg(y, TN(st, TN_COPY), us);
+        if (p == NULL) {
+            Py_CLEAR(y);
+        }
+        goto done;
+    }
+    if (n > 0) {
+        void *src, *dst;
+        p = PyObject_CallMethodNoArgs(us, TN(st, TN_DATA_PTR));
+        if (p == NULL || ((src = PyLong_AsVoidPtr(p)) == NULL && PyErr_Occurred())) {
+            Py_CLEAR(y);
+            goto done;
+        }
+        Py_SETREF(p, PyObject_CallMethodNoArgs(y, TN(st, TN_DATA_PTR)));
+        if (p == NULL || ((dst = PyLong_AsVoidPtr(p)) == NULL && PyErr_Occurred())) {
+            Py_CLEAR(y);
+            goto done;
+        }
+        if (src != NULL && dst != NULL) {
+            memcpy(dst, src, (size_t)n);
+        }
+    }
+done:
+    Py_XDECREF(nb);
+    Py_XDECREF(dev);
+    Py_XDECREF(p);
+    return y;
+}
+
+/* copy.deepcopy(us, memo) for an UntypedStorage, memo a dict:
+       memo.get(id(us)) first; else UntypedStorage.__deepcopy__ (the
+       "torch" sub-memo keyed by _cdata), memo[id(us)] = y, _keep_alive(us).
+   new ref | NULL+exc */
+static PyObject *
+fc_torch_storage_deep(FcCtx *c, PyObject *us)
+{
+    FcState *st = c->st;
+    PyObject *y, *tm = NULL, *cdata = NULL;
+    int r = fc_memo_lookup(c, us, &y);
+    if (r != 0) {
+        return r > 0 ? y : NULL;
+    }
+    y = NULL;
+    /* memo = memo.setdefault("torch", {}) */
+    PyObject *fresh = PyDict_New();
+    if (fresh == NULL) {
+        return NULL;
+    }
+    tm = PyDict_SetDefault(c->memo, TN(st, TN_TORCH), fresh);
+    Py_DECREF(fresh);
+    if (tm == NULL) {
+        return NULL;
+    }
+    Py_INCREF(tm);
+    cdata = PyObject_GetAttr(us, TN(st, TN_CDATA));
+    if (cdata == NULL) {
+        goto done;
+    }
+    /* if self._cdata in memo: return memo[self._cdata] */
+    r = PySequence_Contains(tm, cdata);
+    if (r < 0) {
+        goto done;
+    }
+    if (r) {
+        y = PyObject_GetItem(tm, cdata);
+    }
+    else {
+        y = fc_torch_storage_clone(st, us);
+        if (y != NULL && PyObject_SetItem(tm, cdata, y) < 0) {
+            Py_CLEAR(y);
+        }
+    }
+    if (y != NULL && fc_memo_finish(c, us, y) < 0) {
+        Py_CLEAR(y);
+    }
+done:
+    Py_XDECREF(tm);
+    Py_XDECREF(cdata);
+    return y;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tensors                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Tensor.__deepcopy__(x, memo) for a tensor fc_torch_tensor_ok accepted,
+   memo already a dict; sets memo[id(x)] (no keep-alive: the caller does
+   what its caller would).  new ref | NULL+exc */
+static PyObject *
+fc_torch_tensor_deep(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    PyObject *us = NULL, *nus = NULL, *t = NULL, *off = NULL, *size = NULL;
+    PyObject *stride = NULL, *g = NULL, *ng = NULL, *d = NULL, *nd = NULL;
+    PyObject *v;
+
+    us = PyObject_CallMethodNoArgs(x, TN(st, TN_UNTYPED_STORAGE));
+    if (us == NULL || (nus = fc_torch_storage_deep(c, us)) == NULL) {
+        goto error;
+    }
+    t = PyObject_CallMethodNoArgs(x, TN(st, TN_NEW));
+    if (t == NULL
+        || (off = PyObject_CallMethodNoArgs(x, TN(st, TN_STORAGE_OFFSET))) == NULL
+        || (size = PyObject_GetAttr(x, TN(st, TN_SHAPE))) == NULL
+        || (stride = PyObject_CallMethodNoArgs(x, TN(st, TN_STRIDE))) == NULL) {
+        goto error;
+    }
+    {
+        PyObject *args[5] = {t, nus, off, size, stride};
+        v = PyObject_VectorcallMethod(TN(st, TN_SET), args,
+                                      5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (v == NULL) {
+            goto error;
+        }
+        Py_DECREF(v);
+    }
+    int rg = fc_torch_flag(st, x, TN_REQUIRES_GRAD);
+    if (rg < 0 || (rg && PyObject_SetAttr(t, TN(st, TN_REQUIRES_GRAD), Py_True) < 0)) {
+        goto error;
+    }
+    g = PyObject_GetAttr(x, TN(st, TN_GRAD));
+    if (g == NULL) {
+        goto error;
+    }
+    if (g != Py_None) {
+        /* self.grad.__deepcopy__(memo): a direct call, no keep-alive */
+        int r = fc_memo_lookup(c, g, &ng);
+        if (r < 0 || (r == 0 && (ng = fc_torch_tensor_deep(c, g)) == NULL)
+            || PyObject_SetAttr(t, TN(st, TN_GRAD), ng) < 0) {
+            goto error;
+        }
+    }
+    /* new_tensor.__dict__ = deepcopy(self.__dict__, memo) */
+    d = PyObject_GetAttr(x, st->s_dict);
+    if (d == NULL || (nd = fc_walk(c, d)) == NULL
+        || PyObject_SetAttr(t, st->s_dict, nd) < 0) {
+        goto error;
+    }
+    if (fc_memo_store(c, x, t) < 0) {
+        goto error;
+    }
+    goto done;
+error:
+    Py_CLEAR(t);
+done:
+    Py_XDECREF(us);
+    Py_XDECREF(nus);
+    Py_XDECREF(off);
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
+    Py_XDECREF(g);
+    Py_XDECREF(ng);
+    Py_XDECREF(d);
+    Py_XDECREF(nd);
+    return t;
+}
+
+/* A plain contiguous tensor's bytes, copied into empty_like(x): the same
+   tensor clone(memory_format=preserve_format) makes (clone allocates
+   empty_strided(sizes, strides) for a dense tensor, as empty_like does,
+   then copies).  new ref | NULL+exc | NULL: not for this tensor */
+static PyObject *
+fc_torch_clone_dense(FcState *st, PyObject *x)
+{
+    PyObject *v = NULL, *y = NULL;
+    void *src, *dst;
+    Py_ssize_t n;
+    int r;
+    if ((r = fc_torch_flag(st, x, TN_IS_QUANTIZED)) != 0
+        || (r = fc_torch_test(st, x, TN_IS_CONJ)) != 0
+        || (r = fc_torch_test(st, x, TN_IS_NEG)) != 0
+        || (r = fc_torch_test(st, x, TN_IS_CONTIGUOUS)) != 1) {
+        return NULL;
+    }
+    v = PyObject_GetAttr(x, TN(st, TN_LAYOUT));
+    if (v == NULL || v != st->torch_strided) {
+        goto fail;
+    }
+    Py_SETREF(v, PyObject_GetAttr(x, TN(st, TN_NBYTES_ATTR)));
+    if (v == NULL || ((n = PyLong_AsSsize_t(v)) < 0)) {
+        goto fail;
+    }
+    Py_SETREF(v, PyObject_CallMethodNoArgs(x, TN(st, TN_DATA_PTR)));
+    if (v == NULL || ((src = PyLong_AsVoidPtr(v)) == NULL && (PyErr_Occurred() || n > 0))) {
+        goto fail;
+    }
+    y = PyObject_CallOneArg(st->torch_empty_like, x);
+    if (y == NULL) {
+        goto fail;
+    }
+    Py_SETREF(v, PyObject_CallMethodNoArgs(y, TN(st, TN_DATA_PTR)));
+    if (v == NULL || ((dst = PyLong_AsVoidPtr(v)) == NULL && (PyErr_Occurred() || n > 0))) {
+        goto fail;
+    }
+    if (n > 0) {
+        memcpy(dst, src, (size_t)n);
+    }
+    Py_DECREF(v);
+    return y;
+fail:
+    Py_XDECREF(v);
+    Py_XDECREF(y);
+    return NULL;
+}
+
+/* Parameter.__deepcopy__: _make_subclass(Parameter, x.data.clone(
+   memory_format=preserve_format), x.requires_grad).  new ref | NULL+exc */
+static PyObject *
+fc_torch_param_deep(FcState *st, PyObject *x)
+{
+    PyObject *data = NULL, *cl = NULL, *rg = NULL, *y = NULL;
+    {
+        /* nothing observable has happened yet: any failure here just
+           takes torch's own clone below */
+        cl = fc_torch_clone_dense(st, x);
+        if (cl == NULL) {
+            PyErr_Clear();
+        }
+        else if ((rg = PyObject_GetAttr(x, TN(st, TN_REQUIRES_GRAD))) == NULL) {
+            goto done;
+        }
+        else {
+            goto make;
+        }
+    }
+    data = PyObject_GetAttr(x, TN(st, TN_DATA));
+    if (data == NULL) {
+        goto done;
+    }
+    PyObject *cargs[2] = {data, st->torch_preserve};
+    cl = PyObject_VectorcallMethod(TN(st, TN_CLONE), cargs,
+                                   1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                   TN(st, TN_KW_MEMORY_FORMAT));
+    if (cl == NULL || (rg = PyObject_GetAttr(x, TN(st, TN_REQUIRES_GRAD))) == NULL) {
+        goto done;
+    }
+make:;
+    PyObject *args[3] = {st->torch_parameter, cl, rg};
+    y = PyObject_Vectorcall(st->torch_make_subclass, args, 3, NULL);
+done:
+    Py_XDECREF(data);
+    Py_XDECREF(cl);
+    Py_XDECREF(rg);
+    return y;
+}
+
+/* Is x (an exact Parameter) one we copy natively?  1 | 0 | -1+exc */
+static int
+fc_torch_param_ok(FcState *st, PyObject *x)
+{
+    PyObject **dp = _PyObject_GetDictPtr(x);
+    if (dp != NULL && *dp != NULL) {
+        if (!PyDict_CheckExact(*dp)) {
+            return 0;
+        }
+        int has = PyDict_Contains(*dp, st->s_deepcopy);
+        if (has != 0) {
+            return has < 0 ? -1 : 0;
+        }
+    }
+    /* an exact Parameter wraps a plain Tensor (Parameter.__new__ makes
+       custom tensors keep their own type), so type(self)(data, rg) takes
+       _make_subclass */
+    return fc_torch_flag(st, x, TN_IS_CPU);
 }
 
 /* See buffers.c for the contract. */
 static PyObject *
 fc_torch_deep(FcCtx *c, PyObject *x, int kind)
 {
-    return NULL;
+    FcState *st = c->st;
+    if (c->mode == FC_MEMO_MAPPING || st->torch_checked <= 0) {
+        return NULL;
+    }
+    /* a guard that fails with an error declines too: torch's own path
+       decides what to raise */
+    int r = fc_torch_ambient(st, kind == FB_TORCH_TENSOR);
+    if (r > 0) {
+        r = kind == FB_TORCH_PARAM ? fc_torch_param_ok(st, x)
+                                   : fc_torch_tensor_ok(st, x, 0);
+    }
+    if (r <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *y;
+    if (kind == FB_TORCH_PARAM) {
+        y = fc_torch_param_deep(st, x);
+    }
+    else {
+        /* the memo gets a string key: it must be the stdlib's dict now */
+        if (fc_memo_expose(c) < 0) {
+            return NULL;
+        }
+        y = fc_torch_tensor_deep(c, x);
+    }
+    if (y == NULL) {
+        return NULL;
+    }
+    if (fc_memo_finish(c, x, y) < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    return y;
 }
