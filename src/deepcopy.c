@@ -1131,6 +1131,38 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     return res;
 }
 
+/* An exact collections.OrderedDict with an empty instance __dict__.  Its
+   __reduce_ex__(4) is object's, which calls OrderedDict.__reduce__ (C):
+   (OrderedDict, (), None, None, iter(od.items())) -- the state is None for
+   an empty __dict__ on every supported version.  Rebuilding from that value
+   directly skips the reduce call and copyreg._slotnames, which cannot cache
+   on a static type and so runs in Python on every copy in the stdlib.
+   FC_PUSHED | NULL+exc | NULL, no exc: take the generic road */
+static PyObject *
+fc_deep_odict(FcCtx *c, PyObject *x)
+{
+    PyObject *d = PyObject_GenericGetDict(x, NULL);
+    if (d == NULL) {
+        return NULL;
+    }
+    int empty = PyDict_CheckExact(d) && PyDict_GET_SIZE(d) == 0;
+    Py_DECREF(d);
+    if (!empty) {
+        return NULL;
+    }
+    PyObject *items = PyObject_CallMethodNoArgs(x, c->st->s_items);
+    if (items == NULL) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(items);
+    Py_DECREF(items);
+    if (it == NULL) {
+        return NULL;
+    }
+    return fc_push_recon(c, x, Py_NewRef((PyObject *)Py_TYPE(x)),
+                         Py_NewRef(c->st->empty_tuple), NULL, NULL, it, NULL);
+}
+
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
@@ -1395,6 +1427,9 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
         }
         else if (p->deep == FP_BUFFER) {
             res = fc_buffer_deep(c, x, p->buffer);
+        }
+        else if (p->deep == FP_ODICT) {
+            res = fc_deep_odict(c, x);
         }
         else if (p->deep == FP_IDENTITY) {
             /* enum.Enum.__deepcopy__: return self (no memo entry) */

@@ -149,6 +149,7 @@ enum {
     FP_PLAIN,         /* default __reduce_ex__(4): __newobj__ + state */
     FP_IDENTITY,      /* __deepcopy__ is enum.Enum's `return self` */
     FP_BUFFER,        /* numpy / torch: FcPlan.buffer says which (buffers.c) */
+    FP_ODICT,         /* exactly collections.OrderedDict */
 };
 
 typedef struct {

@@ -379,16 +379,6 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     p->gflags = 0;
     p->slotnames = NULL;
 
-    int b = fc_buffer_kind(st, tp);
-    if (b < 0) {
-        return -1;
-    }
-    if (b > 0) {
-        p->deep = FP_BUFFER;
-        p->buffer = (uint8_t)b;
-        return 0;
-    }
-
     /* what the generic road may skip: no entry in the stdlib's tables, and
        no __deepcopy__ reachable through a plain getattr (no instance dict
        that could shadow it, no __getattr__) */
@@ -410,6 +400,27 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     if (tp->tp_getattro == PyObject_GenericGetAttr && tp->tp_dictoffset == 0
         && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
         p->gflags |= FG_NO_DEEPCOPY_HOOK;
+    }
+
+    /* a copier registered in copy._deepcopy_dispatch comes first, also
+       for the types the buffer backends know */
+    if (p->gflags & FG_NO_DEEP_DISPATCH) {
+        int b = fc_buffer_kind(st, tp);
+        if (b < 0) {
+            return -1;
+        }
+        if (b > 0) {
+            p->deep = FP_BUFFER;
+            p->buffer = (uint8_t)b;
+            return 0;
+        }
+    }
+    /* collections.OrderedDict itself: its C __reduce__ is known (see
+       fc_deep_odict) */
+    if (tp == &PyODict_Type && (p->gflags & FG_NO_DEEP_DISPATCH)
+        && (p->gflags & FG_NO_REDUCTOR)) {
+        p->deep = FP_ODICT;
+        return 0;
     }
 
     PyObject *names = NULL;
