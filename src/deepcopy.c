@@ -431,6 +431,25 @@ fc_rv_item(PyObject *rv, Py_ssize_t i)
     return v == Py_None ? NULL : Py_NewRef(v);
 }
 
+/* func(*args) for a reduce value.  copyreg.__newobj__(cls, *args) is
+   `return cls.__new__(cls, *args)`: while it is the original (plain_ok),
+   do that directly instead of through a Python frame.  new ref | NULL+exc */
+static PyObject *
+fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args)
+{
+    if (func == st->copyreg_newobj && st->plain_ok && PyTuple_GET_SIZE(args) >= 1) {
+        PyObject *cls = PyTuple_GET_ITEM(args, 0);
+        PyObject *new = PyObject_GetAttr(cls, st->s_new);
+        if (new == NULL) {
+            return NULL;
+        }
+        PyObject *y = PyObject_Call(new, args, NULL);
+        Py_DECREF(new);
+        return y;
+    }
+    return PyObject_Call(func, args, NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* The work stack                                                      */
 /* ------------------------------------------------------------------ */
@@ -806,7 +825,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 *out = Py_NewRef(PyTuple_GET_ITEM(r->args, r->i));
                 return 1;
             }
-            f->y = PyObject_Call(r->func, r->newargs, NULL);
+            f->y = fc_call_reduce_func(st, r->func, r->newargs);
             if (f->y == NULL) {
                 return -1;
             }
@@ -1430,6 +1449,19 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
         }
         else if (p->deep == FP_ODICT) {
             res = fc_deep_odict(c, x);
+        }
+        else if (p->deep == FP_NAMEDTUPLE) {
+            /* the reduce value object.__reduce_ex__(4) returns, built here */
+            Py_ssize_t n = PyTuple_GET_SIZE(x);
+            PyObject *args = PyTuple_New(n + 1);
+            if (args != NULL) {
+                PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)tp));
+                for (Py_ssize_t i = 0; i < n; i++) {
+                    PyTuple_SET_ITEM(args, i + 1, Py_NewRef(PyTuple_GET_ITEM(x, i)));
+                }
+                res = fc_push_recon(c, x, Py_NewRef(st->copyreg_newobj), args,
+                                    NULL, NULL, NULL, NULL);
+            }
         }
         else if (p->deep == FP_IDENTITY) {
             /* enum.Enum.__deepcopy__: return self (no memo entry) */

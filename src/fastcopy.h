@@ -150,6 +150,7 @@ enum {
     FP_IDENTITY,      /* __deepcopy__ is enum.Enum's `return self` */
     FP_BUFFER,        /* numpy / torch: FcPlan.buffer says which (buffers.c) */
     FP_ODICT,         /* exactly collections.OrderedDict */
+    FP_NAMEDTUPLE,    /* a collections.namedtuple class, hooks untouched */
 };
 
 typedef struct {
@@ -202,6 +203,8 @@ typedef struct {
     getter dict_getter;            /* the getter of a plain class's __dict__ */
     PyObject *enum_deepcopy;       /* enum.Enum.__deepcopy__ or NULL */
     int enum_checked;
+    PyObject *nt_getnewargs_code;  /* collections.namedtuple's __getnewargs__ code */
+    int nt_checked;
 
     PyTypeObject *method_type;     /* types.MethodType */
     PyTypeObject *code_type;

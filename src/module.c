@@ -10,6 +10,7 @@
     X(dispatch_table) X(reconstruct) X(reconstruct_helper) X(copyreg_globals) \
     X(copyreg_dispatch) X(copyreg_slotnames) X(copyreg_newobj) \
     X(obj_reduce_ex) X(obj_reduce) X(obj_getstate) X(obj_new) X(enum_deepcopy) \
+    X(nt_getnewargs_code) \
     X(s_deepcopy) X(s_copy) X(s_reduce_ex) X(s_reduce) X(s_getstate) \
     X(s_setstate) X(s_dict) X(s_update) X(s_append) X(s_items) X(s_get) \
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \

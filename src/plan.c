@@ -277,6 +277,89 @@ fc_enum_deepcopy(FcState *st)
     return st->enum_deepcopy;
 }
 
+/* The code object of the __getnewargs__ every collections.namedtuple class
+   shares (`return _tuple(self)`, a constant of namedtuple's own code), found
+   through sys.modules; NULL if collections is not imported. */
+static PyObject *
+fc_nt_getnewargs_code(FcState *st)
+{
+    if (st->nt_getnewargs_code != NULL || st->nt_checked) {
+        return st->nt_getnewargs_code;
+    }
+    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
+    PyObject *mod = mods ? PyDict_GetItemString(mods, "collections") : NULL;
+    if (mod == NULL) {
+        return NULL;
+    }
+    st->nt_checked = 1;
+    PyObject *nt = PyObject_GetAttrString(mod, "namedtuple");
+    if (nt == NULL || !PyFunction_Check(nt)) {
+        PyErr_Clear();
+        Py_XDECREF(nt);
+        return NULL;
+    }
+    PyObject *consts = ((PyCodeObject *)PyFunction_GET_CODE(nt))->co_consts;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(consts); i++) {
+        PyObject *co = PyTuple_GET_ITEM(consts, i);
+        if (PyCode_Check(co)
+            && PyUnicode_CompareWithASCIIString(((PyCodeObject *)co)->co_name,
+                                                "__getnewargs__") == 0) {
+            st->nt_getnewargs_code = Py_NewRef(co);
+            break;
+        }
+    }
+    Py_DECREF(nt);
+    return st->nt_getnewargs_code;
+}
+
+/* A namedtuple class whose reduce is object's default: object.__reduce_ex__(4)
+   gives (copyreg.__newobj__, (cls, *self), None) -- no instance dict, no
+   slots, so no state.  1 | 0 | -1+exc */
+static int
+fc_plan_namedtuple(FcState *st, PyTypeObject *tp)
+{
+    if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || tp->tp_base != &PyTuple_Type
+        || tp->tp_dictoffset != 0
+        || tp->tp_getattro != PyObject_GenericGetAttr
+        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro) {
+        return 0;
+    }
+    PyObject *code = fc_nt_getnewargs_code(st);
+    PyObject *gna = _PyType_Lookup(tp, st->s_getnewargs);
+    if (code == NULL || gna == NULL || !PyFunction_Check(gna)
+        || PyFunction_GET_CODE(gna) != code) {
+        return 0;
+    }
+    if (_PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
+        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
+        || _PyType_Lookup(tp, st->s_getstate) != st->obj_getstate
+        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
+        || _PyType_Lookup(tp, st->s_deepcopy) != NULL) {
+        return 0;
+    }
+    /* no slots to report in the state (namedtuple sets __slots__ = ()) */
+    PyObject *tdict = fc_type_dict(tp), *names;
+    if (tdict == NULL) {
+        return -1;
+    }
+    int got = fc_dict_getref(tdict, st->s_slotnames, &names);
+    Py_DECREF(tdict);
+    if (got < 0) {
+        return -1;
+    }
+    if (names == NULL) {
+        names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
+        if (names == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    int ok = names == Py_None || (PyList_CheckExact(names) && PyList_GET_SIZE(names) == 0);
+    Py_DECREF(names);
+    return ok;
+}
+
 /* The common half of FP_PLAIN: instances are reduced by object's own
    __reduce_ex__(4) into (copyreg.__newobj__, (cls,), state) and rebuilt
    without __setstate__.  Sets *slotnames (new ref, list) on success.
@@ -421,6 +504,17 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         && (p->gflags & FG_NO_REDUCTOR)) {
         p->deep = FP_ODICT;
         return 0;
+    }
+
+    if ((p->gflags & FG_NO_DEEP_DISPATCH) && (p->gflags & FG_NO_REDUCTOR)) {
+        int nt = fc_plan_namedtuple(st, tp);
+        if (nt < 0) {
+            return -1;
+        }
+        if (nt) {
+            p->deep = FP_NAMEDTUPLE;
+            return 0;
+        }
     }
 
     PyObject *names = NULL;
