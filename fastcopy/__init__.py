@@ -10,10 +10,10 @@ import copy as _copy
 import sys as _sys
 
 from . import _fastcopy
-from ._fastcopy import copy, deepcopy
+from ._fastcopy import backends, configure, copy, deepcopy, trim
 
 __all__ = ["Error", "error", "copy", "deepcopy", "patch", "unpatch",
-           "patched", "is_patched"]
+           "patched", "is_patched", "configure", "trim", "backends"]
 __version__ = "0.1.0"
 
 #: The very class ``copy.Error``: ``except copy.Error`` catches fastcopy's errors.
