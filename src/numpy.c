@@ -48,6 +48,33 @@ static int fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
 #define FC_NP_DEFAULT_PAR_MIN ((Py_ssize_t)8 << 20)
 #define FC_NP_NOGIL_MIN ((Py_ssize_t)1 << 16)
 
+/* CPUs this process may run on. */
+static int
+fc_np_ncpu(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) {
+            return n;
+        }
+    }
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int
+fc_np_default_threads(void)
+{
+    int n = fc_np_ncpu();
+    return n < 4 ? n : 4;
+}
+
+#ifdef FC_HAVE_NUMPY
+#include <numpy/arrayobject.h>
+
 /* ------------------------------------------------------------------ */
 /* Multithreaded memcpy                                                */
 /* ------------------------------------------------------------------ */
@@ -125,36 +152,11 @@ fc_np_memcpy(char *dst, const char *src, size_t n, int nthreads)
     }
 }
 
-/* CPUs this process may run on. */
-static int
-fc_np_ncpu(void)
-{
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) {
-            return n;
-        }
-    }
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
 
-static int
-fc_np_default_threads(void)
-{
-    int n = fc_np_ncpu();
-    return n < 4 ? n : 4;
-}
-
-#ifdef FC_HAVE_NUMPY
 /* ------------------------------------------------------------------ */
-/* The NumPy C API, imported at the first array                        */
+/* The NumPy C API, imported at the first array, and the pool's        */
+/* NEP 49 allocator                                                    */
 /* ------------------------------------------------------------------ */
-
-#include <numpy/arrayobject.h>
 
 /* The pool as a NEP 49 allocator.  Static: arrays allocated from it keep
    the capsule alive, and may be freed after this module is gone. */

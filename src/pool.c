@@ -43,6 +43,13 @@
 #define FC_POOL_CLASSES 256
 #define FC_POOL_HUGE ((size_t)4 << 20)           /* madvise(MADV_HUGEPAGE) */
 
+/* the allocator functions are used by whichever backends are built */
+#if defined(__GNUC__) || defined(__clang__)
+#  define FC_POOL_FN static __attribute__((unused))
+#else
+#  define FC_POOL_FN static
+#endif
+
 typedef struct FcPoolHead {
     uint64_t magic;
     size_t cap;                  /* usable bytes after the header */
@@ -114,7 +121,7 @@ fc_pool_unmap(FcPoolHead *h)
 }
 
 /* A block of at least n usable bytes.  data pointer | NULL (errno) */
-static void *
+FC_POOL_FN void *
 fc_pool_alloc(size_t n, int *zeroed)
 {
     size_t cap;
@@ -179,7 +186,7 @@ fc_pool_head(void *p)
 
 /* Give a block back: cached when allowed and within the cap, else
    returned to the system. */
-static void
+FC_POOL_FN void
 fc_pool_free(void *p)
 {
     if (p == NULL) {
@@ -203,7 +210,7 @@ fc_pool_free(void *p)
 }
 
 /* Usable capacity of a block of ours. */
-static size_t
+FC_POOL_FN size_t
 fc_pool_capacity(void *p)
 {
     return fc_pool_head(p)->cap;
@@ -211,7 +218,7 @@ fc_pool_capacity(void *p)
 
 /* realloc: in place while the block is big enough.  data | NULL (the old
    block stays valid) */
-static void *
+FC_POOL_FN void *
 fc_pool_realloc(void *p, size_t n)
 {
     if (p == NULL) {
