@@ -358,7 +358,9 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
     int pooled = st->np_pool && nbytes >= st->np_pool_min;
     PyArray_Descr *d = PyArray_DESCR(a);
-    int raw = nbytes >= FC_NP_NOGIL_MIN
+    /* a builtin, field-less dtype in one contiguous block: the bytes are
+       all there is, and a memcpy skips NewCopy's dtype-transfer setup */
+    int raw = nbytes > 0
               && d->type_num >= 0 && d->type_num < NPY_NTYPES_LEGACY
               && !PyDataType_HASFIELDS(d) && !PyDataType_HASSUBARRAY(d)
               && (PyArray_IS_C_CONTIGUOUS(a) || PyArray_IS_F_CONTIGUOUS(a));
@@ -380,9 +382,13 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         }
         return y;
     }
-    int nthreads = nbytes >= st->np_par_min ? st->np_threads : 1;
     char *dst = PyArray_BYTES(b);
     const char *src = PyArray_BYTES(a);
+    if (nbytes < FC_NP_NOGIL_MIN) {
+        memcpy(dst, src, (size_t)nbytes);
+        return y;
+    }
+    int nthreads = nbytes >= st->np_par_min ? st->np_threads : 1;
     Py_BEGIN_ALLOW_THREADS
     fc_np_memcpy(dst, src, (size_t)nbytes, nthreads);
     Py_END_ALLOW_THREADS
