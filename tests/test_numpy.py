@@ -327,15 +327,18 @@ def test_object_fields_with_titles():
 
 
 def test_object_subarray_quirk():
-    # numpy's __deepcopy__ leaves objects inside subarray fields shared
+    # numpy 2.x's __deepcopy__ leaves objects inside subarray fields shared,
+    # 1.x copies the first one only: whatever numpy does, fastcopy does
     dt = np.dtype([("a", "O", (2,)), ("b", "O")])
     lst = [1]
     x = np.zeros(1, dtype=dt)
     x[0] = ((lst, lst), lst)
+    seen = []
     for impl in IMPLS:
         y = impl.deepcopy(x)
-        assert y[0]["a"][0] is lst
-        assert y[0]["b"] is not lst
+        seen.append((y[0]["a"][0] is lst, y[0]["a"][1] is lst, y[0]["b"] is lst,
+                     y[0]["a"][0] is y[0]["b"]))
+    assert seen[0] == seen[1]
 
 
 def test_object_null_slots():
