@@ -14,4 +14,5 @@
 #include "deepcopy.c"
 #include "select.c"
 #include "copy.c"
+#include "cowdict.c"
 #include "module.c"

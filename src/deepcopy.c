@@ -326,11 +326,12 @@ fc_append(FcState *st, PyObject *y, PyObject *item)
        else x.__reduce_ex__(4), else x.__reduce__(), else Error.
    new ref | NULL+exc */
 static PyObject *
-fc_reduce(FcState *st, PyObject *x, int deep)
+fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
 {
     PyTypeObject *tp = Py_TYPE(x);
-    PyObject *reductor, *rv;
-    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
+    PyObject *reductor = NULL, *rv;
+    if (!(gflags & FG_NO_REDUCTOR)
+        && fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
         return NULL;
     }
     if (reductor != NULL) {
@@ -511,16 +512,19 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     while (f->u.list.i < PyList_GET_SIZE(x)) {
         PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
         f->u.list.i++;
-        if (native && fc_deep_atomic(c, item)) {
-            if (PyList_Append(y, item) < 0) {
-                return -1;
+        if (native) {
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            if (v != NULL) {
+                if (PyList_Append(y, v) < 0) {
+                    return -1;
+                }
+                continue;
             }
-            continue;
         }
         *out = Py_NewRef(item);
         return 1;
     }
-    if (fc_memo_finish(c, x, y) < 0) {
+    if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -565,24 +569,33 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
         }
-        if (native && fc_deep_atomic(c, v)) {
-            if (fc_deep_atomic(c, k)) {
-                if (PyDict_SetItem(y, k, v) < 0) {
-                    return -1;
+        if (native) {
+            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
+            if (cv != NULL) {
+                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(&c->native, k);
+                if (ck != NULL) {
+                    Py_INCREF(ck);
+                    Py_INCREF(cv);
+                    int r = PyDict_SetItem(y, ck, cv);
+                    Py_DECREF(ck);
+                    Py_DECREF(cv);
+                    if (r < 0) {
+                        return -1;
+                    }
+                    continue;
                 }
-                continue;
+                f->u.dict.val = Py_NewRef(cv);
+                f->phase = D_KEY;
+                *out = Py_NewRef(k);
+                return 1;
             }
-            f->u.dict.val = Py_NewRef(v);
-            f->phase = D_KEY;
-            *out = Py_NewRef(k);
-            return 1;
         }
         f->u.dict.key = Py_NewRef(k);
         f->phase = D_VAL;
         *out = Py_NewRef(v);
         return 1;
     }
-    if (fc_memo_finish(c, x, y) < 0) {
+    if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -629,6 +642,8 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(item);
         return 1;
     }
+    /* (memo hits go through the walker: the item-identity bookkeeping
+       above is in one place) */
     PyObject *hit;
     int r = fc_memo_getitem(c, x, &hit);
     if (r < 0) {
@@ -793,7 +808,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
     }
 done:
-    if (fc_memo_finish(c, f->x, f->y) < 0) {
+    if (fc_memo_finish_stored(c, f->x, f->y) < 0) {
         return -1;
     }
     *out = Py_NewRef(f->y);
@@ -989,13 +1004,14 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
-fc_deep_generic(FcCtx *c, PyObject *x)
+fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *copier = NULL, *y = NULL;
 
-    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
+    if (!(gflags & FG_NO_DEEP_DISPATCH)
+        && fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
@@ -1012,7 +1028,7 @@ fc_deep_generic(FcCtx *c, PyObject *x)
     if (PyType_IsSubtype(tp, &PyType_Type)) {
         return Py_NewRef(x);
     }
-    if (fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
+    if (!(gflags & FG_NO_DEEPCOPY_HOOK) && fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
@@ -1026,7 +1042,7 @@ fc_deep_generic(FcCtx *c, PyObject *x)
     }
     Py_CLEAR(copier);
 
-    PyObject *rv = fc_reduce(st, x, 1);
+    PyObject *rv = fc_reduce(st, x, 1, gflags);
     if (rv == NULL) {
         return NULL;
     }
@@ -1093,18 +1109,63 @@ fc_enter(FcCtx *c, PyObject *x)
     if (bit) {
         FcFrame *f;
         switch (k) {
-        case FK_LIST:
-            y = PyList_New(0);
+        case FK_LIST: {
+            /* Allocate for the whole list; while the memo is native no
+               Python code runs in this loop, and the list's size always
+               counts the filled items only, so it is a valid list at every
+               point.  All atomic: the copy is done. */
+            Py_ssize_t i = 0, n = PyList_GET_SIZE(x);
+            y = PyList_New(n);
             if (y == NULL) {
                 return NULL;
+            }
+            if (c->mode == FC_MEMO_NATIVE) {
+                for (; i < n; i++) {
+                    PyObject *item = PyList_GET_ITEM(x, i);
+                    if (!fc_deep_atomic(c, item)) {
+                        break;
+                    }
+                    PyList_SET_ITEM(y, i, Py_NewRef(item));
+                }
+            }
+            Py_SET_SIZE(y, i);
+            if (i == n && c->mode == FC_MEMO_NATIVE) {
+                if (fc_memo_finish(c, x, y) < 0) {
+                    Py_DECREF(y);
+                    return NULL;
+                }
+                return y;
             }
             if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_LIST, x, y)) == NULL) {
                 Py_DECREF(y);
                 return NULL;
             }
             Py_DECREF(y);
+            f->u.list.i = i;
             return FC_PUSHED;
+        }
         case FK_DICT:
+            if (c->mode == FC_MEMO_NATIVE) {
+                /* all keys and values atomic: dict.copy() builds the same
+                   dict (same items, same order) and no Python code runs */
+                Py_ssize_t pos = 0;
+                PyObject *k2, *v2;
+                int all = 1;
+                while (PyDict_Next(x, &pos, &k2, &v2)) {
+                    if (!fc_deep_atomic(c, v2) || !fc_deep_atomic(c, k2)) {
+                        all = 0;
+                        break;
+                    }
+                }
+                if (all) {
+                    y = PyDict_Copy(x);
+                    if (y == NULL || fc_memo_finish(c, x, y) < 0) {
+                        Py_XDECREF(y);
+                        return NULL;
+                    }
+                    return y;
+                }
+            }
             y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
             if (y == NULL) {
                 return NULL;
@@ -1139,11 +1200,13 @@ fc_enter(FcCtx *c, PyObject *x)
             break;
         }
     }
+    int gflags = 0;
     if (k == FK_OTHER && !PyType_Check(x)) {
         FcPlan tmp, *p = fc_plan_get(st, tp, &tmp);
         if (p == NULL) {
             return NULL;
         }
+        gflags = p->gflags;
         PyObject *res = NULL;
         if (p->deep == FP_PLAIN) {
             res = fc_deep_plain(c, x, p);
@@ -1174,7 +1237,7 @@ fc_enter(FcCtx *c, PyObject *x)
             return res;
         }
     }
-    return fc_deep_generic(c, x);
+    return fc_deep_generic(c, x, gflags);
 }
 
 /* Deep-copy x with the call's context: the one loop.

@@ -139,8 +139,15 @@ typedef struct {
     uint8_t shallow;          /* FP_* for copy */
     uint8_t has_slots;        /* slotnames non-empty */
     uint8_t buffer;           /* FB_* kind when deep == FP_BUFFER */
+    uint8_t gflags;           /* FG_*: steps of the generic road known empty */
     PyObject *slotnames;      /* strong list (may be empty) */
 } FcPlan;
+
+/* FcPlan.gflags: lookups of the generic road whose answer is known to be
+   "nothing" for every instance of the type (while the plan is valid). */
+#define FG_NO_DEEP_DISPATCH  0x01   /* _deepcopy_dispatch.get(cls) is None */
+#define FG_NO_DEEPCOPY_HOOK  0x02   /* getattr(x, "__deepcopy__") fails */
+#define FG_NO_REDUCTOR       0x04   /* copyreg.dispatch_table.get(cls) is None */
 
 #define FC_PLAN_SLOTS 256
 
@@ -237,6 +244,7 @@ typedef struct {
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
     FcMemoEntry small[FC_MEMO_INLINE];
+    PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;
 
 /* ------------------------------------------------------------------ */
