@@ -16,9 +16,10 @@ except ImportError as _e:  # never a silent slow fallback
         "fastcopy's C extension (fastcopy._fastcopy) is not built or not "
         "importable: install with `python -m pip install -e .` or build in "
         "place with `python setup.py build_ext --inplace` (%s)" % (_e,)) from _e
-from ._fastcopy import backends, configure, copy, cowdict, deepcopy, trim
+from ._fastcopy import (backends, configure, copy, cowdict, deepcopy, replicate,
+                        trim)
 
-__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "patch", "unpatch",
+__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "patch", "unpatch",
            "patched", "is_patched", "configure", "trim", "backends"]
 __version__ = "0.1.0"
 

@@ -119,26 +119,19 @@ fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         memo = o[1];
         nil = o[2];
         share = (o[3] == Py_None) ? NULL : o[3];
-        if (share != NULL && !PyType_Check(share) && !PyCallable_Check(share)) {
-            int ok = PyTuple_Check(share);
-            for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(share); i++) {
-                ok = PyType_Check(PyTuple_GET_ITEM(share, i));
-            }
-            if (!ok) {
-                PyErr_Format(PyExc_TypeError,
-                             "share must be a type, a tuple of types or a "
-                             "callable, not %.200s", Py_TYPE(share)->tp_name);
-                return NULL;
-            }
+        if (share != NULL && fc_check_share(share) < 0) {
+            return NULL;
         }
     }
     return fc_deepcopy(st, x, memo, nil, share);
 }
 
 PyDoc_STRVAR(fc_copy_doc,
-"copy(x)\n--\n\n"
+"copy(x, *, deep=None)\n--\n\n"
 "Shallow copy operation on arbitrary Python objects: the same result as\n"
-"copy.copy(x) on this interpreter, computed in C.");
+"copy.copy(x) on this interpreter, computed in C.\n\n"
+"deep: paths (dotted strings or tuples of steps) of fields to deep-copy\n"
+"inside the shallow copy, sharing one memo; see fastcopy._select.");
 
 static PyObject *
 fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -150,12 +143,59 @@ fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         x = args[0];
     }
     else {
-        static const char *const names[] = {"x"};
-        if (fc_parse("copy", args, nargs, kwnames, names, 1, 1, 1, &x) < 0) {
+        static const char *const names[] = {"x", "deep"};
+        PyObject *o[2];
+        if (fc_parse("copy", args, nargs, kwnames, names, 2, 1, 1, o) < 0) {
             return NULL;
+        }
+        x = o[0];
+        if (o[1] != NULL && o[1] != Py_None) {
+            /* selective copying: path handling lives in fastcopy/_select.py */
+            PyObject *mod = PyImport_ImportModule("fastcopy._select");
+            if (mod == NULL) {
+                return NULL;
+            }
+            PyObject *res = PyObject_CallMethod(mod, "copy_paths", "OO", x, o[1]);
+            Py_DECREF(mod);
+            return res;
         }
     }
     return fc_copy(st, x);
+}
+
+PyDoc_STRVAR(fc_replicate_doc,
+"replicate(x, n, *, share=None)\n--\n\n"
+"A list of n independent deep copies of x: the same as\n"
+"[deepcopy(x, share=share) for _ in range(n)], made in one call.");
+
+static PyObject *
+fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    FcState *st = fc_state(module);
+    static const char *const names[] = {"x", "n", "share"};
+    PyObject *o[3];
+    if (fc_parse("replicate", args, nargs, kwnames, names, 3, 2, 2, o) < 0) {
+        return NULL;
+    }
+    PyObject *share = (o[2] == Py_None) ? NULL : o[2];
+    if (share != NULL && fc_check_share(share) < 0) {
+        return NULL;
+    }
+    if (!PyLong_Check(o[1]) || PyBool_Check(o[1])) {
+        PyErr_Format(PyExc_TypeError, "n must be an int, not %.200s",
+                     Py_TYPE(o[1])->tp_name);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(o[1]);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
+    return fc_replicate(st, o[0], n, share);
 }
 
 PyDoc_STRVAR(fc_sysinfo_doc,
@@ -199,6 +239,8 @@ static PyMethodDef fc_methods[] = {
      METH_FASTCALL | METH_KEYWORDS, fc_deepcopy_doc},
     {"copy", (PyCFunction)(void (*)(void))fc_py_copy,
      METH_FASTCALL | METH_KEYWORDS, fc_copy_doc},
+    {"replicate", (PyCFunction)(void (*)(void))fc_py_replicate,
+     METH_FASTCALL | METH_KEYWORDS, fc_replicate_doc},
     {"_sysinfo", fc_py_sysinfo, METH_NOARGS, fc_sysinfo_doc},
     {NULL, NULL, 0, NULL},
 };
