@@ -5,10 +5,17 @@ Switches, by environment variable:
   FASTCOPY_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer
   FASTCOPY_WERROR=1    warnings are errors (CI)
   FASTCOPY_NUMPY=0     build without the numpy fast path even if numpy is there
+  FASTCOPY_CUDA=0      build fastcopy._cuda without the CUDA-header ABI check
+  FASTCOPY_CUDA=1      require the CUDA headers for that check (fail if absent)
 
 numpy is optional at build time too: its headers are located without
 importing it; without them (or without numpy >= 2.0 headers) the core is
 built without the numpy fast path and arrays take their own __deepcopy__.
+
+fastcopy._cuda (cuda/*.c) is plain C and always builds: it dlopen()s the
+driver at run time.  When cuda.h is found ($CUDA_HOME/include or
+/usr/local/cuda/include) cuda/abi_check.c is compiled in too, proving the
+hand-declared driver ABI against the real headers at compile time.
 """
 import glob
 import importlib.util
@@ -64,21 +71,52 @@ def _numpy_include():
 
 
 include_dirs = ["src"]
+core_macros = list(macros)
 np_inc = _numpy_include()
 if np_inc is not None:
     include_dirs.append(np_inc)
-    macros += [("FC_HAVE_NUMPY", "1"),
-               ("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION"),
-               ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
+    core_macros += [("FC_HAVE_NUMPY", "1"),
+                    ("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION"),
+                    ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
 
 core = Extension(
     "fastcopy._fastcopy",
     sources=["src/_fastcopy.c"],
     depends=sorted(glob.glob("src/*.c") + glob.glob("src/*.h")),
     include_dirs=include_dirs,
-    define_macros=macros,
+    define_macros=core_macros,
     extra_compile_args=cflags,
     extra_link_args=ldflags,
 )
 
-setup(ext_modules=[core])
+
+def _cuda_extension():
+    sources = ["cuda/_cuda.c"]
+    include_dirs = ["cuda"]
+    cuda_macros = list(macros)
+    want = os.environ.get("FASTCOPY_CUDA", "")
+    if want != "0":
+        homes = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""),
+                 "/usr/local/cuda"]
+        inc = next((os.path.join(h, "include") for h in homes
+                    if h and os.path.isfile(os.path.join(h, "include", "cuda.h"))), None)
+        if inc is not None:
+            sources.append("cuda/abi_check.c")
+            include_dirs.append(inc)
+            cuda_macros.append(("FC_CUDA_ABI_CHECKED", "1"))
+        elif want == "1":
+            raise SystemExit("FASTCOPY_CUDA=1 but no cuda.h under $CUDA_HOME/include "
+                             "or /usr/local/cuda/include")
+    return Extension(
+        "fastcopy._cuda",
+        sources=sources,
+        depends=sorted(glob.glob("cuda/*.h")),
+        include_dirs=include_dirs,
+        define_macros=cuda_macros,
+        extra_compile_args=cflags,
+        extra_link_args=ldflags,
+        libraries=["dl"],
+    )
+
+
+setup(ext_modules=[core, _cuda_extension()])

@@ -443,6 +443,17 @@ fc_recon_free(FcRecon *r)
     PyMem_Free(r);
 }
 
+static void fc_frame_release(FcFrame *f);
+
+/* Pop the top frame. */
+FC_INLINE void
+fc_pop(FcCtx *c)
+{
+    FcFrame *f = &c->frames[--c->nframes];
+    c->hook_depth -= f->hooked;
+    fc_frame_release(f);
+}
+
 static void
 fc_frame_release(FcFrame *f)
 {
@@ -981,6 +992,28 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     if (r <= 0) {
         return NULL;
     }
+    if (c->mode != FC_MEMO_NATIVE) {
+        /* the memo is visible: _reconstruct's deepcopy(cls, memo) lookup is
+           observable (a pre-seeded entry for the class changes the result),
+           so rebuild through copyreg.__newobj__ with the arg copied by the
+           walker, as the stdlib does */
+        PyObject *args = PyTuple_Pack(1, (PyObject *)tp);
+        if (args == NULL) {
+            Py_DECREF(state);
+            return NULL;
+        }
+        if (state == Py_None) {
+            Py_CLEAR(state);
+        }
+        PyObject *res = fc_push_recon(c, x, Py_NewRef(c->st->copyreg_newobj), args,
+                                      state, NULL, NULL, NULL);
+        if (res == FC_PUSHED) {
+            FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
+            rc->ptype = tp;
+            rc->ptag = tag;
+        }
+        return res;
+    }
     /* copyreg.__newobj__(cls) == object.__new__(cls) */
     y = tp->tp_new(tp, c->st->empty_tuple, NULL);
     if (y == NULL || fc_memo_store(c, x, y) < 0) {
@@ -1059,11 +1092,24 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
         Py_DECREF(rv);
         goto finish;
     }
+    /* this object's copy runs user code (its reduce, its func, maybe
+       __setstate__); a chain of such objects recursing through them must
+       end in RecursionError as in the stdlib, not grow without bound */
+    if (c->hook_depth >= Py_GetRecursionLimit()) {
+        Py_DECREF(rv);
+        PyErr_SetString(PyExc_RecursionError,
+                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
+        return NULL;
+    }
     PyObject *res = fc_push_recon(c, x, fc_rv_item(rv, 0),
                                   Py_NewRef(PyTuple_GET_ITEM(rv, 1)),
                                   fc_rv_item(rv, 2), fc_rv_item(rv, 3),
                                   fc_rv_item(rv, 4), NULL);
     Py_DECREF(rv);
+    if (res == FC_PUSHED) {
+        c->frames[c->nframes - 1].hooked = 1;
+        c->hook_depth++;
+    }
     return res;
 
 finish:
@@ -1080,6 +1126,7 @@ finish:
 /* Is x to be shared rather than copied (deepcopy(share=...))?
    1 | 0 | -1+exc */
 static int fc_share_match(FcCtx *c, PyObject *x);
+static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
 
 /* One deepcopy(x, memo) step: a finished copy, or a pushed frame.
    new ref | FC_PUSHED | NULL+exc */
@@ -1099,6 +1146,24 @@ fc_enter(FcCtx *c, PyObject *x)
     r = fc_memo_lookup(c, x, &y);
     if (r != 0) {
         return r > 0 ? y : NULL;
+    }
+    return fc_enter_dispatch(c, x);
+}
+
+/* deepcopy(x) after its memo lookup missed.
+   new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter_dispatch(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    PyTypeObject *tp = Py_TYPE(x);
+    int k = fc_kind(tp);
+    uint32_t bit = FK_BIT(k) & st->deep_ok;
+    PyObject *y;
+    int r;
+
+    if (bit & FC_DEEP_ATOMIC) {
+        return Py_NewRef(x);
     }
     if (c->share != NULL) {
         r = fc_share_match(c, x);
@@ -1242,11 +1307,32 @@ fc_enter(FcCtx *c, PyObject *x)
 
 /* Deep-copy x with the call's context: the one loop.
    new ref | NULL+exc */
+static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
+static PyObject *fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res);
+
+/* fc_walk() for a top-level x whose memo lookup the caller already did. */
+static PyObject *
+fc_walk_looked_up(FcCtx *c, PyObject *x)
+{
+    PyObject *res = fc_enter_dispatch(c, x);
+    if (res != FC_PUSHED) {
+        return res;
+    }
+    return fc_walk_from(c, c->nframes - 1, res);
+}
+
 static PyObject *
 fc_walk(FcCtx *c, PyObject *x)
 {
     Py_ssize_t base = c->nframes;
-    PyObject *res = fc_enter(c, x);
+    return fc_walk_from(c, base, fc_enter(c, x));
+}
+
+/* The loop: run frames above `base`, starting with res (the first step's
+   result or FC_PUSHED).  new ref | NULL+exc */
+static PyObject *
+fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res)
+{
     for (;;) {
         if (res == NULL) {
             goto error;
@@ -1264,7 +1350,7 @@ fc_walk(FcCtx *c, PyObject *x)
             goto error;
         }
         if (r == 0) {
-            fc_frame_release(&c->frames[--c->nframes]);
+            fc_pop(c);
             res = out;
             continue;
         }
@@ -1273,7 +1359,7 @@ fc_walk(FcCtx *c, PyObject *x)
     }
 error:
     while (c->nframes > base) {
-        fc_frame_release(&c->frames[--c->nframes]);
+        fc_pop(c);
     }
     return NULL;
 }
@@ -1337,13 +1423,14 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nframes = 0;
     c->capframes = FC_FRAMES_INLINE;
     c->share = NULL;
+    c->hook_depth = 0;
 }
 
 FC_INLINE void
 fc_ctx_fini(FcCtx *c)
 {
     while (c->nframes > 0) {
-        fc_frame_release(&c->frames[--c->nframes]);
+        fc_pop(c);
     }
     if (c->frames != c->small_frames) {
         PyMem_Free(c->frames);
@@ -1385,7 +1472,8 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
         fc_ctx_fini(&c);
         return NULL;
     }
-    y = fc_walk(&c, x);
+    /* with a caller's memo the lookup above was deepcopy()'s own */
+    y = c.mode == FC_MEMO_NATIVE ? fc_walk(&c, x) : fc_walk_looked_up(&c, x);
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
     return y;

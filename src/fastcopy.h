@@ -266,6 +266,7 @@ typedef struct {
     } u;
     uint8_t kind;
     uint8_t phase;
+    uint8_t hooked;     /* counted in FcCtx.hook_depth */
 } FcFrame;
 
 #define FC_FRAMES_INLINE 4
@@ -279,6 +280,7 @@ typedef struct {
     FcFrame *frames;
     Py_ssize_t nframes, capframes;
     PyObject *share;          /* share= type/tuple/predicate or NULL */
+    Py_ssize_t hook_depth;    /* frames on the stack that run user code */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

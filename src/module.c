@@ -400,14 +400,16 @@ fc_exec(PyObject *module)
     st->dict_getter = ((PyGetSetDescrObject *)v)->d_getset->get;
     Py_CLEAR(probe);
 
-    /* _reconstruct(x, memo, *rv, deepcopy=...) as the stdlib spells it, so
-       malformed reduce values raise the stdlib's own errors */
+    /* _reconstruct(x, memo, *rv) exactly as the stdlib calls it, so
+       malformed reduce values raise the stdlib's own errors (its recursion
+       uses copy.deepcopy, which is fastcopy while patched; either way the
+       memo is the same dict) */
     ns = PyDict_New();
     if (ns == NULL || PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) < 0) {
         goto error;
     }
     v = PyRun_String("def _reconstruct_via(r, x, memo, rv, deepcopy):\n"
-                     "    return r(x, memo, *rv, deepcopy=deepcopy)\n",
+                     "    return r(x, memo, *rv)\n",
                      Py_file_input, ns, ns);
     if (v == NULL) {
         goto error;
