@@ -47,7 +47,6 @@ if _on("FASTCOPY_WERROR"):
     cflags.append("-Werror")
 
 
-
 def _numpy_include():
     """numpy's C headers, found without importing numpy; None when absent.
 
