@@ -22,6 +22,7 @@ import importlib.util
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 
 def _on(name):
@@ -88,6 +89,30 @@ core = Extension(
     extra_link_args=ldflags,
 )
 
+# FASTCOPY_AUTOPATCH=1 start-up hook (docs/patching.md): these land at the top of site-packages.
+AUTOPATCH_FILES = {
+    "_fastcopy_autopatch.py": None,  # a copy of fastcopy/_autopatch.py
+    # the check is inline so that an unset variable costs no module import (docs/patching.md)
+    "fastcopy-autopatch.pth": 'import os; os.environ.get("FASTCOPY_AUTOPATCH") == "1"'
+                              ' and __import__("_fastcopy_autopatch").run()\n',
+    "fastcopy-autopatch.start": "_fastcopy_autopatch:run\n",  # PEP 829, Python 3.15+
+}
+
+
+class build_py_autopatch(build_py):
+    def run(self):
+        super().run()
+        for name, text in AUTOPATCH_FILES.items():
+            dest = os.path.join(self.build_lib, name)
+            if text is None:
+                self.copy_file(os.path.join("fastcopy", "_autopatch.py"), dest)
+            elif not self.dry_run:
+                with open(dest, "w", encoding="utf-8") as f:
+                    f.write(text)
+
+    def get_outputs(self, include_bytecode=1):
+        return super().get_outputs(include_bytecode) + [
+            os.path.join(self.build_lib, name) for name in AUTOPATCH_FILES]
 
 def _cuda_extension():
     sources = ["cuda/_cuda.c"]
@@ -118,4 +143,4 @@ def _cuda_extension():
     )
 
 
-setup(ext_modules=[core, _cuda_extension()])
+setup(ext_modules=[core, _cuda_extension()], cmdclass={"build_py": build_py_autopatch})

@@ -18,8 +18,9 @@ except ImportError as _e:  # never a silent slow fallback
         "place with `python setup.py build_ext --inplace` (%s)" % (_e,)) from _e
 from ._fastcopy import (backends, configure, copy, cowdict, deepcopy, replicate,
                         trim)
+from ._snapshot import snapshot
 
-__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "patch", "unpatch",
+__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "snapshot", "patch", "unpatch",
            "patched", "is_patched", "configure", "trim", "backends"]
 __version__ = "0.1.0"
 

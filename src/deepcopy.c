@@ -40,6 +40,15 @@
  *   - a frame holds strong references to its source, its copy and the item
  *     in flight; nothing is read through a borrowed cursor across a call
  *     into Python.
+ *   - a dict copied while the memo is native starts as x.copy() ("prefill")
+ *     and only its non-atomic values are replaced as their copies arrive:
+ *     cloning the key table is far cheaper than inserting key by key.  The
+ *     stdlib's half-built dict holds just the entries copied so far, so the
+ *     moment the difference could matter -- the memo is about to be shown
+ *     to Python code, a key needs copying, or the source dict was mutated
+ *     (its version tag moved) -- the frame is demoted: the entries not yet
+ *     copied are deleted, which leaves exactly the stdlib's dict, and the
+ *     frame goes on inserting.  Until then nothing can see the difference.
  *   - a reduce value that is not a tuple of 2 to 5 items with a tuple of
  *     args is handed to the stdlib's own _reconstruct (with our deepcopy),
  *     so malformed values fail exactly as they do in the stdlib.
@@ -475,7 +484,8 @@ static FcFrame *
 fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
 {
     if (FC_UNLIKELY(c->nframes == c->capframes)) {
-        Py_ssize_t ncap = c->capframes * 2;
+        /* leaving the inline frames: go straight to a useful size */
+        Py_ssize_t ncap = c->frames == c->small_frames ? 256 : c->capframes * 2;
         FcFrame *nf;
         if (c->frames == c->small_frames) {
             nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
@@ -542,6 +552,53 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return 0;
 }
 
+/* Turn a prefilled dict frame into an ordinary one: delete from y every
+   entry after the f->u.dict.done already copied (y's order is x's order at
+   the time of the copy, and only values were replaced since).
+   0 | -1+exc */
+static int
+fc_dict_demote(FcFrame *f)
+{
+    PyObject *y = f->y, *k, *v, *drop;
+    Py_ssize_t pos = 0, i = 0, n = PyDict_GET_SIZE(y) - f->u.dict.done;
+    f->prefill = 0;
+    if (n <= 0) {
+        return 0;
+    }
+    drop = PyList_New(0);
+    if (drop == NULL) {
+        return -1;
+    }
+    while (PyDict_Next(y, &pos, &k, &v)) {
+        if (i++ >= f->u.dict.done && PyList_Append(drop, k) < 0) {
+            Py_DECREF(drop);
+            return -1;
+        }
+    }
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(drop); j++) {
+        if (PyDict_DelItem(y, PyList_GET_ITEM(drop, j)) < 0) {
+            Py_DECREF(drop);
+            return -1;
+        }
+    }
+    Py_DECREF(drop);
+    return 0;
+}
+
+/* Before the memo is shown to Python code: no half-built dict may differ
+   from the stdlib's.  0 | -1+exc */
+static int
+fc_demote_all(FcCtx *c)
+{
+    for (Py_ssize_t i = 0; i < c->nframes; i++) {
+        FcFrame *f = &c->frames[i];
+        if (f->kind == FR_DICT && f->prefill && fc_dict_demote(f) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* _deepcopy_dict: y = {}; memo[id(x)] = y;
    for key, value in x.items(): y[deepcopy(key)] = deepcopy(value)
    (the value is copied first) */
@@ -549,13 +606,23 @@ static int
 fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 {
     PyObject *x = f->x, *y = f->y;
+#if FC_HAVE_DICT_VERSION
+    if (f->prefill && fc_dict_version(x) != f->u.dict.ver && fc_dict_demote(f) < 0) {
+        Py_XDECREF(res);
+        return -1;
+    }
+#endif
     if (res != NULL) {
         if (f->phase == D_VAL) {
             f->u.dict.val = res;
             f->phase = D_KEY;
-            *out = f->u.dict.key;          /* hand over our reference */
+            PyObject *k = f->u.dict.key;   /* hand over our reference */
             f->u.dict.key = NULL;
-            return 1;
+            if (!(c->mode == FC_MEMO_NATIVE && fc_deep_atomic(c, k))) {
+                *out = k;
+                return 1;
+            }
+            res = k;                       /* deepcopy(k) is k: no round trip */
         }
         /* D_KEY: res is the copied key */
         int r = PyDict_SetItem(y, res, f->u.dict.val);
@@ -564,6 +631,12 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         if (r < 0) {
             return -1;
         }
+        f->u.dict.done++;
+#if FC_HAVE_DICT_VERSION
+        if (f->prefill) {
+            f->u.dict.ver = fc_dict_version(x);
+        }
+#endif
         f->phase = D_NEXT;
     }
     int native = c->mode == FC_MEMO_NATIVE;
@@ -580,19 +653,33 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
         }
+        if (f->prefill && !fc_deep_atomic(c, k)) {
+            /* the copied key might differ: insertion order would */
+            Py_INCREF(k);
+            Py_INCREF(v);
+            int r = fc_dict_demote(f);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (r < 0) {
+                return -1;
+            }
+        }
         if (native) {
             PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
             if (cv != NULL) {
                 PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(&c->native, k);
                 if (ck != NULL) {
-                    Py_INCREF(ck);
-                    Py_INCREF(cv);
-                    int r = PyDict_SetItem(y, ck, cv);
-                    Py_DECREF(ck);
-                    Py_DECREF(cv);
-                    if (r < 0) {
-                        return -1;
+                    if (!(f->prefill && cv == v)) {
+                        Py_INCREF(ck);
+                        Py_INCREF(cv);
+                        int r = PyDict_SetItem(y, ck, cv);
+                        Py_DECREF(ck);
+                        Py_DECREF(cv);
+                        if (r < 0) {
+                            return -1;
+                        }
                     }
+                    f->u.dict.done++;
                     continue;
                 }
                 f->u.dict.val = Py_NewRef(cv);
@@ -613,48 +700,58 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return 0;
 }
 
+/* Item i of the tuple frame's copy is res (stolen).  f->y stays NULL until
+   an item differs from the original.  0 | -1+exc */
+static int
+fc_tuple_put(FcFrame *f, PyObject *res)
+{
+    PyObject *x = f->x;
+    Py_ssize_t i = f->u.tuple.i;
+    if (f->y == NULL && res != PyTuple_GET_ITEM(x, i)) {
+        f->y = PyTuple_New(PyTuple_GET_SIZE(x));
+        if (f->y == NULL) {
+            Py_DECREF(res);
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < i; j++) {
+            PyTuple_SET_ITEM(f->y, j, Py_NewRef(PyTuple_GET_ITEM(x, j)));
+        }
+    }
+    if (f->y != NULL) {
+        PyTuple_SET_ITEM(f->y, i, res);
+    }
+    else {
+        Py_DECREF(res);
+    }
+    f->u.tuple.i++;
+    return 0;
+}
+
 /* _deepcopy_tuple: copy every item; a memo entry for x made meanwhile wins;
-   all items identical -> x itself.  f->y stays NULL until an item differs. */
+   all items identical -> x itself. */
 static int
 fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 {
     PyObject *x = f->x;
     Py_ssize_t n = PyTuple_GET_SIZE(x);
-    if (res != NULL) {
-        Py_ssize_t i = f->u.tuple.i;
-        if (f->y == NULL && res != PyTuple_GET_ITEM(x, i)) {
-            f->y = PyTuple_New(n);
-            if (f->y == NULL) {
-                Py_DECREF(res);
-                return -1;
-            }
-            for (Py_ssize_t j = 0; j < i; j++) {
-                PyTuple_SET_ITEM(f->y, j, Py_NewRef(PyTuple_GET_ITEM(x, j)));
-            }
-        }
-        if (f->y != NULL) {
-            PyTuple_SET_ITEM(f->y, i, res);
-        }
-        else {
-            Py_DECREF(res);
-        }
-        f->u.tuple.i++;
+    if (res != NULL && fc_tuple_put(f, res) < 0) {
+        return -1;
     }
     int native = c->mode == FC_MEMO_NATIVE;
     while (f->u.tuple.i < n) {
         PyObject *item = PyTuple_GET_ITEM(x, f->u.tuple.i);
-        if (native && fc_deep_atomic(c, item)) {
-            if (f->y != NULL) {
-                PyTuple_SET_ITEM(f->y, f->u.tuple.i, Py_NewRef(item));
+        if (native) {
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            if (v != NULL) {
+                if (fc_tuple_put(f, Py_NewRef(v)) < 0) {
+                    return -1;
+                }
+                continue;
             }
-            f->u.tuple.i++;
-            continue;
         }
         *out = Py_NewRef(item);
         return 1;
     }
-    /* (memo hits go through the walker: the item-identity bookkeeping
-       above is in one place) */
     PyObject *hit;
     int r = fc_memo_getitem(c, x, &hit);
     if (r < 0) {
@@ -1210,27 +1307,23 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
             return FC_PUSHED;
         }
         case FK_DICT:
+#if FC_HAVE_DICT_VERSION
             if (c->mode == FC_MEMO_NATIVE) {
-                /* all keys and values atomic: dict.copy() builds the same
-                   dict (same items, same order) and no Python code runs */
-                Py_ssize_t pos = 0;
-                PyObject *k2, *v2;
-                int all = 1;
-                while (PyDict_Next(x, &pos, &k2, &v2)) {
-                    if (!fc_deep_atomic(c, v2) || !fc_deep_atomic(c, k2)) {
-                        all = 0;
-                        break;
-                    }
+                y = PyDict_Copy(x);
+                if (y == NULL) {
+                    return NULL;
                 }
-                if (all) {
-                    y = PyDict_Copy(x);
-                    if (y == NULL || fc_memo_finish(c, x, y) < 0) {
-                        Py_XDECREF(y);
-                        return NULL;
-                    }
-                    return y;
+                if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
+                    Py_DECREF(y);
+                    return NULL;
                 }
+                Py_DECREF(y);
+                f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
+                f->prefill = 1;
+                f->u.dict.ver = fc_dict_version(x);
+                return FC_PUSHED;
             }
+#endif
             y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
             if (y == NULL) {
                 return NULL;
@@ -1244,15 +1337,39 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
             return FC_PUSHED;
         case FK_TUPLE:
             if (c->mode == FC_MEMO_NATIVE) {
-                /* all items atomic: nothing can have memoized x meanwhile */
+                /* every item atomic or already copied: no child is copied,
+                   so nothing can memoize x meanwhile -- the tuple is done */
                 Py_ssize_t i, n = PyTuple_GET_SIZE(x);
+                int same = 1;
                 for (i = 0; i < n; i++) {
-                    if (!fc_deep_atomic(c, PyTuple_GET_ITEM(x, i))) {
-                        break;
+                    PyObject *item = PyTuple_GET_ITEM(x, i);
+                    if (!fc_deep_atomic(c, item)) {
+                        PyObject *hit = fc_memo_get(&c->native, item);
+                        if (hit == NULL) {
+                            break;
+                        }
+                        same &= hit == item;
                     }
                 }
                 if (i == n) {
-                    return Py_NewRef(x);
+                    if (same) {
+                        return Py_NewRef(x);
+                    }
+                    y = PyTuple_New(n);
+                    if (y == NULL) {
+                        return NULL;
+                    }
+                    for (i = 0; i < n; i++) {
+                        PyObject *item = PyTuple_GET_ITEM(x, i);
+                        PyObject *v = fc_deep_atomic(c, item) ? item
+                                      : fc_memo_get(&c->native, item);
+                        PyTuple_SET_ITEM(y, i, Py_NewRef(v));
+                    }
+                    if (fc_memo_finish(c, x, y) < 0) {
+                        Py_DECREF(y);
+                        return NULL;
+                    }
+                    return y;
                 }
             }
             return fc_push(c, FR_TUPLE, x, NULL) ? FC_PUSHED : NULL;

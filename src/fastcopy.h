@@ -94,6 +94,27 @@ fc_type_tag(PyTypeObject *tp)
 #endif
 }
 
+/* A dict's version tag: it changes on every mutation (3.10-3.13; PEP 509,
+   deprecated but maintained through 3.13).  FC_HAVE_DICT_VERSION is 0 where
+   it cannot be read, and what depends on it is then switched off. */
+#if PY_VERSION_HEX < 0x030E0000
+#  define FC_HAVE_DICT_VERSION 1
+FC_INLINE uint64_t
+fc_dict_version(PyObject *d)
+{
+#  if defined(__GNUC__) || defined(__clang__)
+#    pragma GCC diagnostic push
+#    pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#  endif
+    return ((PyDictObject *)d)->ma_version_tag;
+#  if defined(__GNUC__) || defined(__clang__)
+#    pragma GCC diagnostic pop
+#  endif
+}
+#else
+#  define FC_HAVE_DICT_VERSION 0
+#endif
+
 /* The RecursionError text of the stdlib's own frames on this version. */
 #if FC_PY312_PLUS
 #  define FC_RECURSION_WHERE ""
@@ -260,13 +281,19 @@ typedef struct {
     PyObject *y;        /* copy under construction, strong (tuple: may be NULL) */
     union {
         struct { Py_ssize_t i; } list;
-        struct { Py_ssize_t pos, used, left; PyObject *key, *val; } dict;
+        struct {
+            Py_ssize_t pos, used, left;
+            PyObject *key, *val;
+            Py_ssize_t done;      /* entries fully copied into y */
+            uint64_t ver;         /* prefill: x's version tag when checked */
+        } dict;
         struct { Py_ssize_t i; } tuple;
         struct { FcRecon *r; } recon;
     } u;
     uint8_t kind;
     uint8_t phase;
     uint8_t hooked;     /* counted in FcCtx.hook_depth */
+    uint8_t prefill;    /* FR_DICT: y started as x.copy() (see deepcopy.c) */
 } FcFrame;
 
 #define FC_FRAMES_INLINE 4

@@ -171,7 +171,7 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         }
     }
     if (m->n == m->cap) {
-        Py_ssize_t ncap = m->cap * 2;
+        Py_ssize_t ncap = m->entries == m->small ? 128 : m->cap * 2;
         if (ncap > INT32_MAX) {
             PyErr_NoMemory();
             return -1;
@@ -218,7 +218,7 @@ fc_memo_keep(FcMemo *m, PyObject *x)
         m->keep_pos = m->n;
     }
     if (m->nkeep == m->capkeep) {
-        Py_ssize_t ncap = m->capkeep * 2;
+        Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
         PyObject **nk;
         if (m->keep == m->small_keep) {
             nk = PyMem_Malloc(sizeof(PyObject *) * (size_t)ncap);
@@ -256,11 +256,16 @@ fc_ctx_memo_id(FcCtx *c)
 
 /* Turn the native memo into the dict the stdlib would have built by now,
    and switch the call to DICT mode.  0 | -1+exc */
+static int fc_demote_all(FcCtx *c);
+
 static int
 fc_memo_expose(FcCtx *c)
 {
     if (c->mode != FC_MEMO_NATIVE) {
         return 0;
+    }
+    if (fc_demote_all(c) < 0) {
+        return -1;
     }
     FcMemo *m = &c->native;
     PyObject *d = PyDict_New();

@@ -1,0 +1,130 @@
+# Type stubs for fastcopy: the C core (fastcopy._fastcopy) re-exported by fastcopy/__init__.py.
+# Every copying function returns the type of what it was given (the copy of an X is an X), as
+# typeshed's copy.pyi does for the stdlib functions fastcopy replaces.
+import sys
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, MutableMapping
+from contextlib import AbstractContextManager
+from copy import Error as Error
+from typing import Any, Protocol, TypeVar, overload
+
+from typing_extensions import Self
+
+__version__: str
+
+_T = TypeVar("_T")
+_KT = TypeVar("_KT")
+_VT = TypeVar("_VT")
+_RT_co = TypeVar("_RT_co", covariant=True)
+_S = TypeVar("_S")
+_T1 = TypeVar("_T1")
+_T2 = TypeVar("_T2")
+
+# What share= accepts: a type or tuple of types whose instances are shared (not copied), or a
+# predicate called with each object that answers True to share it.
+_Share = type | tuple[type, ...] | Callable[[Any], bool] | None
+
+# A deep= path: a dotted string ("optimizer.state") or a tuple of steps (("layers", 0, "w")):
+# keys, indexes or attribute names.  deep= takes one path or an iterable of them.
+_Path = str | tuple[Hashable, ...]
+
+# The memo: like the stdlib, any mapping with get / __getitem__ / __setitem__ keyed by id().
+_Memo = MutableMapping[int, Any]
+
+error = Error
+
+__all__ = [
+    "Error", "error", "copy", "deepcopy", "replicate", "patch", "unpatch", "patched", "is_patched",
+    "cowdict", "configure", "trim", "backends", "snapshot",
+]
+if sys.version_info >= (3, 13):
+    __all__ += ["replace"]
+
+def deepcopy(x: _T, memo: _Memo | None = None, _nil: Any = ..., *, share: _Share = None) -> _T:
+    """Deep copy of x, exactly as copy.deepcopy on the running interpreter."""
+
+def copy(x: _T, *, deep: _Path | Iterable[_Path] | None = None) -> _T:
+    """Shallow copy of x, exactly as copy.copy; deep= names fields to deep-copy inside it."""
+
+def replicate(x: _T, n: int, *, share: _Share = None) -> list[_T]:
+    """n independent deep copies of x, as [deepcopy(x) for _ in range(n)]."""
+
+if sys.version_info >= (3, 13):
+    class _SupportsReplace(Protocol[_RT_co]):
+        # the real signature is (self, /, **changes); *args keeps every __replace__ compatible
+        def __replace__(self, *args: Any, **changes: Any) -> _RT_co: ...
+
+    def replace(obj: _SupportsReplace[_RT_co], /, **changes: Any) -> _RT_co:
+        """copy.replace: a new object like obj with the fields in changes replaced."""
+
+def patch() -> None:
+    """Make copy.deepcopy / copy.copy (and copy.replace on 3.13+) fastcopy's functions."""
+
+def unpatch() -> None:
+    """Restore the copy module's own functions."""
+
+def patched() -> AbstractContextManager[None]:
+    """with fastcopy.patched(): ... runs the block patched and restores the previous state."""
+
+def is_patched() -> bool:
+    """Whether the copy module's functions are fastcopy's right now."""
+
+class cowdict(MutableMapping[_KT, _VT]):
+    """A dict whose copies share one table until one of them is written (copy-on-write)."""
+
+    @overload
+    def __init__(self) -> None: ...
+    @overload
+    def __init__(self: cowdict[str, _VT], **kwargs: _VT) -> None: ...
+    @overload
+    def __init__(self, map: Mapping[_KT, _VT], /) -> None: ...
+    @overload
+    def __init__(self: cowdict[str, _VT], map: Mapping[str, _VT], /, **kwargs: _VT) -> None: ...
+    @overload
+    def __init__(self, iterable: Iterable[tuple[_KT, _VT]], /) -> None: ...
+    @overload
+    def __init__(self: cowdict[str, _VT], iterable: Iterable[tuple[str, _VT]], /,
+                 **kwargs: _VT) -> None: ...
+    def __getitem__(self, key: _KT, /) -> _VT: ...
+    def __setitem__(self, key: _KT, value: _VT, /) -> None: ...
+    def __delitem__(self, key: _KT, /) -> None: ...
+    def __iter__(self) -> Iterator[_KT]: ...
+    def __len__(self) -> int: ...
+    def __reversed__(self) -> Iterator[_KT]: ...
+    def copy(self) -> cowdict[_KT, _VT]: ...
+    def __copy__(self) -> cowdict[_KT, _VT]: ...
+    def __deepcopy__(self, memo: _Memo, /) -> cowdict[_KT, _VT]: ...
+    @classmethod
+    @overload
+    def fromkeys(cls, iterable: Iterable[_T], value: None = None, /) -> cowdict[_T, Any | None]: ...
+    @classmethod
+    @overload
+    def fromkeys(cls, iterable: Iterable[_T], value: _S, /) -> cowdict[_T, _S]: ...
+    # | takes any mapping and gives a cowdict; |= also takes (key, value) pairs, like dict
+    @overload
+    def __or__(self, other: Mapping[_KT, _VT], /) -> cowdict[_KT, _VT]: ...
+    @overload
+    def __or__(self, other: Mapping[_T1, _T2], /) -> cowdict[_KT | _T1, _VT | _T2]: ...
+    @overload
+    def __ror__(self, other: Mapping[_KT, _VT], /) -> cowdict[_KT, _VT]: ...
+    @overload
+    def __ror__(self, other: Mapping[_T1, _T2], /) -> cowdict[_KT | _T1, _VT | _T2]: ...
+    # |= accepts more than | (pairs), which mypy flags as an incompatible __ior__
+    @overload  # type: ignore[misc]
+    def __ior__(self, other: Mapping[_KT, _VT], /) -> Self: ...
+    @overload
+    def __ior__(self, other: Iterable[tuple[_KT, _VT]], /) -> Self: ...
+
+def configure(**options: Any) -> dict[str, Any]:
+    """Set process-wide options by keyword; returns the settings now in force."""
+
+def trim() -> int:
+    """Give the buffer pool's cached memory back; returns the number of bytes released."""
+
+def backends() -> dict[str, Any]:
+    """The copy backends available in this process (cpu, numpy, torch, cuda) and their state."""
+
+def snapshot(x: _T, *, device: Any = "cpu", pin_memory: bool = False) -> _T:
+    """A deep copy whose torch tensors are created on device (a str or torch.device).
+
+    Not a drop-in for copy.deepcopy: see docs/api.md.
+    """
