@@ -55,6 +55,18 @@ class DifferentialFuzz(unittest.TestCase):
         if failures:
             self.fail(_report(failures, N))
 
+    def test_shallow_copy_of_every_node(self):
+        failures = []
+        for seed in range(SEED0, SEED0 + max(20, N // 4)):
+            problems = fuzzgraph.run_shallow_case(seed, IMPL)
+            if problems:
+                failures.append((seed, problems))
+                if len(failures) >= 10:
+                    break
+        self.assertEqual(failures, [], "\n".join(
+            "seed %d: %s\n    reproduce: %s" % (s, p[:4], fuzzgraph.repro_command(s, IMPL_NAME, True))
+            for s, p in failures))
+
     def test_large_graphs(self):
         for seed in range(SEED0, SEED0 + max(3, N // 100)):
             problems = fuzzgraph.run_case(seed, IMPL, size=600)
