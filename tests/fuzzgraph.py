@@ -168,6 +168,42 @@ class Raiser:
         raise ValueError("Raiser refuses to be copied")
 
 
+class Mutator:
+    """A hostile ``__deepcopy__``: mutates a container of the source graph (possibly the one
+    being iterated) or the memo, then copies itself with the memo idiom."""
+
+    OPS = ("append", "pop", "replace", "add", "memo_del")
+
+    def __init__(self, op, target, arg):
+        self.op, self.target, self.arg, self.n = op, target, arg, 0
+
+    def __deepcopy__(self, memo):
+        CALLS["mutator"] += 1
+        self.n += 1
+        t, op = self.target, self.op
+        if op == "append":
+            t.append(self.arg) if isinstance(t, list) else t.__setitem__(("app", self.n), self.arg)
+        elif op == "pop":
+            if t:
+                t.pop() if isinstance(t, list) else t.popitem()
+        elif op == "replace":  # no size change: the stdlib's dict loop goes on
+            if t:
+                if isinstance(t, list):
+                    t[0] = self.arg
+                else:
+                    t[next(iter(t))] = self.arg
+        elif op == "add":
+            t.append(self.arg) if isinstance(t, list) else t.__setitem__(("add", self.n), self.arg)
+        else:
+            memo.pop(id(t), None)
+        new = Mutator.__new__(Mutator)
+        memo[id(self)] = new
+        new.op, new.n = op, self.n
+        new.target = _impl.deepcopy(t, memo)
+        new.arg = _impl.deepcopy(self.arg, memo)
+        return new
+
+
 class ListSub(list):
     pass
 
@@ -409,6 +445,17 @@ class _Builder:
         # A few more immutables after filling, so tuples also sit on top of cycles.
         for _ in range(r.randrange(3)):
             self.make_immutable(r.choice(IMMUTABLE_KINDS))
+        # Hostile hooks in some graphs (those that have a list or dict to attack).
+        targets = [o for k, o in self.mutables if k in ("list", "dict", "listsub", "dictsub")]
+        if targets and r.random() < 0.3:
+            for _ in range(r.randrange(1, 4)):
+                t = r.choice(targets)
+                m = Mutator(r.choice(Mutator.OPS), t, self.atom())
+                self.nodes.append(m)
+                if isinstance(t, list):
+                    t.insert(r.randrange(len(t) + 1), m)
+                else:
+                    t[("mut", r.randrange(99))] = m
         # Rarely, something that makes the whole copy fail half-way.
         if r.random() < 0.04:
             self.nodes.append(Raiser())
@@ -514,18 +561,24 @@ class Divergence(Exception):
     pass
 
 
-def compare(a_root, b_root, src_ids, memo_a=None, memo_b=None):
-    """Compare two deep copies of one source by shape. Returns a list of divergence strings.
+def compare(a_root, b_root, src_a, memo_a=None, memo_b=None, src_b=None):
+    """Compare two deep copies by shape. Returns a list of divergence strings.
 
-    a/b nodes are paired by a bijection on identities; a node that is an object of the source
-    graph (``id`` in ``src_ids``) must be that same object in the other result.
+    ``src_a``/``src_b`` map ``id`` -> node for the graph each result was copied from (one graph
+    for both when ``src_b`` is None; two identically built graphs when hooks mutate their source).
+    a/b nodes are paired by a bijection on identities; a node that is the i-th source node in one
+    result must be the i-th source node in the other.
     """
+    if src_b is None:
+        src_b = src_a
+    idx_a = {k: i for i, k in enumerate(src_a)}
+    idx_b = idx_a if src_b is src_a else {k: i for i, k in enumerate(src_b)}
     problems = []
     ab, ba = {}, {}
-    pins = []  # keeps temporaries whose ids we record alive until we return
+    pins = []  # keeps the nodes whose ids we record alive until we return
     stack = [(a_root, b_root, "root")]
     if memo_a is not None:
-        _compare_memos(memo_a, memo_b, src_ids, stack, problems)
+        _compare_memos(memo_a, memo_b, src_a, src_b, idx_a, idx_b, stack, problems)
     while stack and len(problems) < 10:
         a, b, path = stack.pop()
         if a is b:
@@ -543,9 +596,11 @@ def compare(a_root, b_root, src_ids, memo_a=None, memo_b=None):
         if type(a) is not type(b):
             problems.append("%s: type %s vs %s" % (path, type(a).__name__, type(b).__name__))
             continue
-        if id(a) in src_ids or id(b) in src_ids:
-            problems.append("%s: %s is the source object in one result, a copy in the other"
-                            % (path, type(a).__name__))
+        ia, ib = idx_a.get(id(a)), idx_b.get(id(b))
+        if ia is not None or ib is not None:
+            if ia != ib or src_b is src_a:
+                problems.append("%s: %s is source node %s in one result, %s in the other"
+                                % (path, type(a).__name__, ia, ib))
             continue
         if isinstance(a, _IDENTITY_TYPES):
             problems.append("%s: %s should be shared, got two objects" % (path, type(a).__name__))
@@ -568,7 +623,7 @@ def compare(a_root, b_root, src_ids, memo_a=None, memo_b=None):
     return problems
 
 
-def _compare_memos(memo_a, memo_b, src_ids, stack, problems):
+def _compare_memos(memo_a, memo_b, src_a, src_b, idx_a, idx_b, stack, problems):
     if len(memo_a) != len(memo_b):
         problems.append("memo: %d entries vs %d" % (len(memo_a), len(memo_b)))
     ka, kb = memo_a.get(id(memo_a)), memo_b.get(id(memo_b))
@@ -582,16 +637,17 @@ def _compare_memos(memo_a, memo_b, src_ids, stack, problems):
             for i, (ea, eb) in enumerate(zip(ka, kb)):
                 if ea is eb:
                     continue
-                if id(ea) in src_ids or id(eb) in src_ids or type(ea) is not type(eb):
+                if idx_a.get(id(ea)) != idx_b.get(id(eb)) or type(ea) is not type(eb):
                     problems.append("memo: keep-alive[%d] is %s vs %s" % (
                         i, type(ea).__name__, type(eb).__name__))
                     break
-    for k in sorted(src_ids):
-        ina, inb = k in memo_a, k in memo_b
+    for (k, xa), kb_ in zip(src_a.items(), src_b):
+        ina, inb = k in memo_a, kb_ in memo_b
         if ina != inb:
-            problems.append("memo: source node id %d memoized in one memo only" % k)
+            problems.append("memo: source node %s (%s) memoized in one memo only"
+                            % (idx_a[k], type(xa).__name__))
         elif ina:
-            stack.append((memo_a[k], memo_b[k], "memo[id(src)]"))
+            stack.append((memo_a[k], memo_b[kb_], "memo[id(src[%d])]" % idx_a[k]))
 
 
 def source_ids(root):
@@ -627,28 +683,31 @@ def _run(fn, root, memo):
 
 
 def run_case(seed, impl, size=None):
-    """Deep-copy graph ``seed`` with copy.deepcopy and impl.deepcopy; return divergences."""
+    """Deep-copy graph ``seed`` with copy.deepcopy and impl.deepcopy; return divergences.
+    Each implementation copies its own, identically built graph: hostile hooks mutate it."""
     global _impl
-    root = build(seed, size)
-    src = source_ids(root)
+    root_a, root_b = build(seed, size), build(seed, size)
+    src_a, src_b = source_ids(root_a), source_ids(root_b)
+    if len(src_a) != len(src_b):
+        return ["generator is not deterministic for seed %d" % seed]
     rng = random.Random(seed ^ 0x5EED)
     memo_mode = rng.choice([None, None, "empty", "seeded"])
-    seed_node = rng.choice(list(src.values())) if memo_mode == "seeded" else None
+    seed_index = rng.randrange(len(src_a)) if memo_mode == "seeded" else None
 
-    def memo():
+    def memo(src):
         if memo_mode is None:
             return None
         m = {}
-        if seed_node is not None:
-            m[id(seed_node)] = "pre-seeded"
+        if seed_index is not None:
+            m[list(src)[seed_index]] = "pre-seeded"
         return m
 
-    memo_a, memo_b = memo(), memo()
+    memo_a, memo_b = memo(src_a), memo(src_b)
     _impl = copy
     try:
-        ra, ea, calls_a = _run(copy.deepcopy, root, memo_a)
+        ra, ea, calls_a = _run(copy.deepcopy, root_a, memo_a)
         _impl = impl
-        rb, eb, calls_b = _run(impl.deepcopy, root, memo_b)
+        rb, eb, calls_b = _run(impl.deepcopy, root_b, memo_b)
     finally:
         _impl = copy
     problems = []
@@ -658,16 +717,21 @@ def run_case(seed, impl, size=None):
         if type(ea) is not type(eb) or str(ea) != str(eb):
             problems.append("exception: %r vs %r" % (ea, eb))
     else:
-        problems.extend(compare(ra, rb, src, memo_a, memo_b))
+        problems.extend(compare(ra, rb, src_a, memo_a, memo_b, src_b))
     if calls_a != calls_b:
         problems.append("hook calls: %s vs %s" % (calls_a, calls_b))
-    # the source must be intact: a third copy made now must match the first
-    if not problems and ea is None:
-        rc, ec, _ = _run(copy.deepcopy, root, memo())
-        if ec is not None:
-            problems.append("source damaged: re-copy raised %r" % (ec,))
-        else:
-            problems.extend("source damaged: " + p for p in compare(ra, rc, src)[:3])
+    if not problems:
+        # Both sources must be left in the same state (hostile hooks mutate them): copy each
+        # again with the stdlib and compare those.
+        ma, mb = memo(src_a), memo(src_b)
+        rc, ec, _ = _run(copy.deepcopy, root_a, ma)
+        rd, ed, _ = _run(copy.deepcopy, root_b, mb)
+        if (ec is None) != (ed is None):
+            problems.append("sources left in different states: re-copy raised %r vs %r"
+                            % (ec, ed))
+        elif ec is None:
+            problems.extend("sources left in different states: " + p
+                            for p in compare(rc, rd, src_a, None, None, src_b)[:3])
     return problems
 
 

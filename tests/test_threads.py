@@ -90,7 +90,8 @@ class ConcurrentDeepcopy(unittest.TestCase):
         while len(roots) < 6:
             root = fuzzgraph.build(seed, size=120)
             seed += 1
-            if not any(isinstance(x, fuzzgraph.Raiser) or "lock" in type(x).__name__
+            if not any(isinstance(x, (fuzzgraph.Raiser, fuzzgraph.Mutator))
+                       or "lock" in type(x).__name__
                        for x in fuzzgraph.source_ids(root).values()):
                 roots.append(root)
         self._check_shared(roots)
