@@ -1,0 +1,112 @@
+"""fastcopy: exact, fast drop-in replacements for copy.deepcopy and copy.copy.
+
+``fastcopy.deepcopy(x, memo=None)`` and ``fastcopy.copy(x)`` give the same
+results as the stdlib's functions on the running interpreter (types, values,
+aliasing, memo contents, hook calls, errors), computed in C.
+``fastcopy.patch()`` makes ``copy.deepcopy`` / ``copy.copy`` use them.
+"""
+import contextlib as _contextlib
+import copy as _copy
+import sys as _sys
+
+from . import _fastcopy
+from ._fastcopy import copy, deepcopy
+
+__all__ = ["Error", "error", "copy", "deepcopy", "patch", "unpatch",
+           "patched", "is_patched"]
+__version__ = "0.1.0"
+
+#: The very class ``copy.Error``: ``except copy.Error`` catches fastcopy's errors.
+Error = _copy.Error
+error = Error
+
+if _sys.version_info >= (3, 13):
+    #: ``copy.replace`` itself: it only looks up ``__replace__`` and calls it.
+    replace = _copy.replace
+    __all__.append("replace")
+
+# --------------------------------------------------------------------------
+# Patching
+#
+# patch() retargets the stdlib's own function objects: their __code__
+# becomes a one-line trampoline into fastcopy.  copy.deepcopy stays the same
+# object (same __module__, __name__, __defaults__, signature), so code that
+# did `from copy import deepcopy` before patch(), and the stdlib's internal
+# `deepcopy=deepcopy` default arguments, reach fastcopy too.  The cost is
+# one Python frame per top-level call; call fastcopy.deepcopy directly to
+# avoid it.  unpatch() restores the original code objects exactly.
+# --------------------------------------------------------------------------
+
+_STD_DEEPCOPY = _copy.deepcopy
+_STD_COPY = _copy.copy
+_STD_DEEPCOPY_CODE = _STD_DEEPCOPY.__code__
+_STD_COPY_CODE = _STD_COPY.__code__
+_G_DEEP = "_fastcopy_deepcopy"
+_G_COPY = "_fastcopy_copy"
+
+
+def _trampolines():
+    # Compiled with copy's globals in mind: the names are looked up in the
+    # copy module, where patch() puts them.
+    ns = {}
+    exec(
+        "def deepcopy(x, memo=None, _nil=[]):\n"
+        "    return %s(x, memo, _nil)\n"
+        "def copy(x):\n"
+        "    return %s(x)\n" % (_G_DEEP, _G_COPY),
+        ns,
+    )
+    return (ns["deepcopy"].__code__.replace(co_name="deepcopy",
+                                            co_filename=_STD_DEEPCOPY_CODE.co_filename),
+            ns["copy"].__code__.replace(co_name="copy",
+                                        co_filename=_STD_COPY_CODE.co_filename))
+
+
+_TRAMP_DEEPCOPY, _TRAMP_COPY = _trampolines()
+_patched = False
+
+
+def is_patched():
+    """True while copy.deepcopy / copy.copy are fastcopy's."""
+    return _patched
+
+
+def patch():
+    """Make copy.deepcopy and copy.copy use fastcopy (idempotent).
+
+    The stdlib's function objects themselves are redirected, so references
+    taken before patch() reach fastcopy too.
+    """
+    global _patched
+    if _patched:
+        return
+    setattr(_copy, _G_DEEP, deepcopy)
+    setattr(_copy, _G_COPY, copy)
+    _STD_DEEPCOPY.__code__ = _TRAMP_DEEPCOPY
+    _STD_COPY.__code__ = _TRAMP_COPY
+    _patched = True
+
+
+def unpatch():
+    """Restore the stdlib's copy.deepcopy and copy.copy exactly (idempotent)."""
+    global _patched
+    if not _patched:
+        return
+    _STD_DEEPCOPY.__code__ = _STD_DEEPCOPY_CODE
+    _STD_COPY.__code__ = _STD_COPY_CODE
+    for name in (_G_DEEP, _G_COPY):
+        _copy.__dict__.pop(name, None)
+    _patched = False
+
+
+@_contextlib.contextmanager
+def patched():
+    """``with fastcopy.patched():`` -- patch for the block, then restore
+    whatever was in place before (nesting is fine)."""
+    was = _patched
+    patch()
+    try:
+        yield
+    finally:
+        if not was:
+            unpatch()

@@ -1,0 +1,12 @@
+/*
+ * _fastcopy.c: the one translation unit of the C core.  Each part includes
+ * only fastcopy.h and defines static functions; compiling them together
+ * gives cross-file inlining without LTO.
+ */
+#include "fastcopy.h"
+#include "memo.c"
+#include "plan.c"
+#include "deepcopy.c"
+#include "select.c"
+#include "copy.c"
+#include "module.c"

@@ -1,0 +1,196 @@
+/*
+ * copy.c: copy.copy, step for step.
+ *
+ * The shallow copy never recurses, so there is no work stack: builtin
+ * containers go to their own .copy(), plain instances (plan.c's FP_PLAIN)
+ * are rebuilt as object.__reduce_ex__(4) + _reconstruct would rebuild them,
+ * and everything else follows copy.copy()'s dispatch order exactly:
+ * _copy_dispatch (truthiness), issubclass(cls, type), getattr(cls,
+ * "__copy__") on the class, copyreg.dispatch_table (is not None),
+ * __reduce_ex__(4), __reduce__, then _reconstruct(x, None, *rv).
+ */
+#include "fastcopy.h"
+
+#define FC_COPY_ATOMIC (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
+    | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) | FK_BIT(FK_COMPLEX) \
+    | FK_BIT(FK_TUPLE) | FK_BIT(FK_FROZENSET) | FK_BIT(FK_TYPE) \
+    | FK_BIT(FK_RANGE) | FK_BIT(FK_SLICE) | FK_BIT(FK_PROPERTY) \
+    | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
+    | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
+
+/* _reconstruct(x, None, *rv).  new ref | NULL+exc */
+static PyObject *
+fc_copy_reconstruct(FcState *st, PyObject *x, PyObject *rv)
+{
+    if (!fc_rv_native(rv)) {
+        return fc_reconstruct_py(st, x, NULL, rv);
+    }
+    PyObject *state = fc_rv_item(rv, 2), *listiter = fc_rv_item(rv, 3),
+             *dictiter = fc_rv_item(rv, 4), *it = NULL, *item;
+    PyObject *y = PyObject_Call(PyTuple_GET_ITEM(rv, 0), PyTuple_GET_ITEM(rv, 1), NULL);
+    if (y == NULL) {
+        goto error;
+    }
+    if (state != NULL && fc_apply_state(st, y, state, 0) < 0) {
+        goto error;
+    }
+    if (listiter != NULL) {
+        it = PyObject_GetIter(listiter);
+        if (it == NULL) {
+            goto error;
+        }
+        while ((item = PyIter_Next(it)) != NULL) {
+            int r = fc_append(st, y, item);
+            Py_DECREF(item);
+            if (r < 0) {
+                goto error;
+            }
+        }
+        if (PyErr_Occurred()) {
+            goto error;
+        }
+        Py_CLEAR(it);
+    }
+    if (dictiter != NULL) {
+        it = PyObject_GetIter(dictiter);
+        if (it == NULL) {
+            goto error;
+        }
+        while ((item = PyIter_Next(it)) != NULL) {
+            PyObject *k, *v;
+            int r = fc_unpack2(item, &k, &v);
+            Py_DECREF(item);
+            if (r == 0) {
+                r = PyObject_SetItem(y, k, v);
+                Py_DECREF(k);
+                Py_DECREF(v);
+            }
+            if (r < 0) {
+                goto error;
+            }
+        }
+        if (PyErr_Occurred()) {
+            goto error;
+        }
+        Py_CLEAR(it);
+    }
+    Py_XDECREF(state);
+    Py_XDECREF(listiter);
+    Py_XDECREF(dictiter);
+    return y;
+error:
+    Py_XDECREF(it);
+    Py_XDECREF(y);
+    Py_XDECREF(state);
+    Py_XDECREF(listiter);
+    Py_XDECREF(dictiter);
+    return NULL;
+}
+
+/* A plain instance, shallow.  new ref | NULL+exc | NULL, no exc: take the
+   generic road */
+static PyObject *
+fc_copy_plain(FcState *st, PyObject *x, FcPlan *p)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    unsigned int tag = p->tag;
+    PyObject *state;
+    int r = fc_plain_state(st, x, p, &state, 0);
+    if (r <= 0) {
+        return NULL;
+    }
+    PyObject *y = tp->tp_new(tp, st->empty_tuple, NULL);
+    if (y != NULL && state != Py_None) {
+        int known = tag != 0 && fc_type_tag(tp) == tag;
+        if (fc_apply_state(st, y, state, known) < 0) {
+            Py_CLEAR(y);
+        }
+    }
+    Py_DECREF(state);
+    return y;
+}
+
+/* copy(x) as the stdlib defines it.  new ref | NULL+exc */
+static PyObject *
+fc_copy(FcState *st, PyObject *x)
+{
+    if (fc_sync(st) < 0) {
+        return NULL;
+    }
+    PyTypeObject *tp = Py_TYPE(x);
+    int k = fc_kind(tp);
+    uint32_t bit = FK_BIT(k) & st->copy_ok;
+    if (bit & FC_COPY_ATOMIC) {
+        return Py_NewRef(x);
+    }
+    switch (bit ? k : FK_OTHER) {
+    case FK_LIST:
+        return PyList_GetSlice(x, 0, PyList_GET_SIZE(x));
+    case FK_DICT:
+        return PyDict_Copy(x);
+    case FK_SET:
+        return PySet_New(x);
+    case FK_BYTEARRAY:
+        return PyByteArray_FromStringAndSize(PyByteArray_AS_STRING(x),
+                                             PyByteArray_GET_SIZE(x));
+    default:
+        break;
+    }
+
+    PyObject *copier;
+    if (fc_table_get(st, st->copy_dispatch, (PyObject *)tp, &copier) < 0) {
+        return NULL;
+    }
+    if (copier != NULL) {
+        int truth = PyObject_IsTrue(copier);
+        if (truth < 0) {
+            Py_DECREF(copier);
+            return NULL;
+        }
+        if (truth) {
+            PyObject *y = PyObject_CallOneArg(copier, x);
+            Py_DECREF(copier);
+            return y;
+        }
+        Py_DECREF(copier);
+    }
+    if (PyType_IsSubtype(tp, &PyType_Type)) {
+        return Py_NewRef(x);
+    }
+    if (k == FK_OTHER) {
+        FcPlan tmp, *p = fc_plan_get(st, tp, &tmp);
+        if (p == NULL) {
+            return NULL;
+        }
+        PyObject *y = NULL;
+        if (p->shallow == FP_PLAIN) {
+            y = fc_copy_plain(st, x, p);
+        }
+        if (p == &tmp) {
+            Py_CLEAR(tmp.slotnames);
+        }
+        if (y != NULL || PyErr_Occurred()) {
+            return y;
+        }
+    }
+    if (fc_lookup_attr((PyObject *)tp, st->s_copy, &copier) < 0) {
+        return NULL;
+    }
+    if (copier != NULL && copier != Py_None) {
+        PyObject *y = PyObject_CallOneArg(copier, x);
+        Py_DECREF(copier);
+        return y;
+    }
+    Py_XDECREF(copier);
+    PyObject *rv = fc_reduce(st, x, 0);
+    if (rv == NULL) {
+        return NULL;
+    }
+    if (PyUnicode_Check(rv)) {
+        Py_DECREF(rv);
+        return Py_NewRef(x);
+    }
+    PyObject *y = fc_copy_reconstruct(st, x, rv);
+    Py_DECREF(rv);
+    return y;
+}

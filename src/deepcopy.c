@@ -1,0 +1,1326 @@
+/*
+ * deepcopy.c: copy.deepcopy, step for step, on an explicit work stack.
+ *
+ * The stdlib's deepcopy() is recursive: deepcopy(x) -> _deepcopy_list(x)
+ * -> deepcopy(item) -> ...  Each level costs two to four Python frames and
+ * the stdlib gives up near 500 nested lists.  Here every container that the
+ * stdlib copies by recursing into children -- list, dict, tuple, bound
+ * method, and every object rebuilt through a reduce value (plain instances,
+ * dataclasses, __reduce__/__reduce_ex__ objects: args, state, list items,
+ * dict items) -- is a *frame* on a heap-allocated stack in the call's
+ * context.  A frame is a small state machine:
+ *
+ *     resume(frame, result of the child it asked for, or NULL the first time)
+ *         -> 1: "copy this child next"     (the walker enters the child)
+ *         -> 0: "done, here is my copy"    (the walker pops it and hands the
+ *                                           copy to the frame below)
+ *
+ * fc_walk() is the only loop.  Depth is bounded by memory, not by the C
+ * stack: a 1,000,000-level list copies in a thread with a 256 KiB stack.
+ * Only calls into Python (hooks, reductors, __setstate__, ...) use the C
+ * stack, and a hook that calls deepcopy() again starts a new walk, guarded
+ * by Py_EnterRecursiveCall and a stack-headroom check.
+ *
+ * Equivalence with the stdlib, in the places where it is easy to drift:
+ *   - dispatch order: memo, _deepcopy_dispatch[type(x)], issubclass(cls,
+ *     type), getattr(x, "__deepcopy__"), copyreg.dispatch_table (truthiness),
+ *     __reduce_ex__(4), __reduce__.  Builtin kinds are handled natively only
+ *     while the stdlib's table still maps them to its own functions
+ *     (FcState.deep_ok, kept current by plan.c).
+ *   - atomic objects skip the memo lookup only while the memo is native:
+ *     nobody can have put their ids there.  With a visible memo the lookup
+ *     runs first, as in the stdlib (a pre-seeded memo wins).
+ *   - lists are iterated live (a hook's pop/append is seen); dicts are
+ *     walked with PyDict_Next plus the dict iterator's own checks (size
+ *     change -> RuntimeError, same message); values are copied before keys,
+ *     because `y[deepcopy(k)] = deepcopy(v)` evaluates the right side first.
+ *   - tuples copy every item, then look themselves up in the memo (a
+ *     recursive tuple reached through a list), then return the original when
+ *     every item came back identical.
+ *   - a frame holds strong references to its source, its copy and the item
+ *     in flight; nothing is read through a borrowed cursor across a call
+ *     into Python.
+ *   - a reduce value that is not a tuple of 2 to 5 items with a tuple of
+ *     args is handed to the stdlib's own _reconstruct (with our deepcopy),
+ *     so malformed values fail exactly as they do in the stdlib.
+ */
+#include "fastcopy.h"
+
+enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
+
+/* FR_RECON phases */
+enum {
+    R_ARGS = 0, R_STATE_REQ, R_STATE_GOT, R_LIST_START, R_LIST_NEXT,
+    R_LIST_GOT, R_DICT_START, R_DICT_NEXT, R_DICT_KEY, R_DICT_VAL
+};
+
+/* FR_DICT phases */
+enum { D_NEXT = 0, D_VAL, D_KEY };
+
+struct FcRecon {
+    PyObject *func, *args, *state, *listiter, *dictiter;  /* NULL = None */
+    PyObject *newargs;      /* tuple being filled with copied args */
+    PyObject *key;          /* dictiter: copied key waiting for its value */
+    PyObject *pval;         /* dictiter: source value waiting to be copied */
+    Py_ssize_t i;
+    PyTypeObject *ptype;    /* FP_PLAIN: the planned type and its tag, to */
+    unsigned int ptag;      /*   skip hasattr(y, "__setstate__") safely */
+};
+
+#define FC_DEEP_ATOMIC (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
+    | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) | FK_BIT(FK_COMPLEX) \
+    | FK_BIT(FK_TYPE) | FK_BIT(FK_RANGE) | FK_BIT(FK_PROPERTY) \
+    | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
+    | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
+
+/* The kind of an exact builtin type, FK_OTHER for anything else.  Ordered
+   by how often each shows up in real data. */
+FC_INLINE int
+fc_kind(PyTypeObject *tp)
+{
+    if (tp == &PyUnicode_Type) return FK_STR;
+    if (tp == &PyLong_Type) return FK_INT;
+    if (tp == &PyFloat_Type) return FK_FLOAT;
+    if (tp == &PyList_Type) return FK_LIST;
+    if (tp == &PyDict_Type) return FK_DICT;
+    if (tp == &PyTuple_Type) return FK_TUPLE;
+    if (tp == &PyBool_Type) return FK_BOOL;
+    if (tp == Py_TYPE(Py_None)) return FK_NONE;
+    if (tp == &PyBytes_Type) return FK_BYTES;
+    if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) return FK_OTHER;
+    if (tp == &PyComplex_Type) return FK_COMPLEX;
+    if (tp == &PySet_Type) return FK_SET;
+    if (tp == &PyFrozenSet_Type) return FK_FROZENSET;
+    if (tp == &PyByteArray_Type) return FK_BYTEARRAY;
+    if (tp == &PyType_Type) return FK_TYPE;
+    if (tp == &PyRange_Type) return FK_RANGE;
+    if (tp == &PySlice_Type) return FK_SLICE;
+    if (tp == &PyProperty_Type) return FK_PROPERTY;
+    if (tp == &PyCFunction_Type) return FK_BUILTIN_FN;
+    if (tp == &PyFunction_Type) return FK_FUNCTION;
+    if (tp == &PyCode_Type) return FK_CODE;
+    if (tp == &_PyWeakref_RefType) return FK_WEAKREF;
+    if (tp == Py_TYPE(Py_Ellipsis)) return FK_ELLIPSIS;
+    if (tp == Py_TYPE(Py_NotImplemented)) return FK_NOTIMPL;
+    if (tp == &PyMethod_Type) return FK_METHOD;
+    return FK_OTHER;
+}
+
+/* Is x copied as itself by deepcopy, with no memo involved? (native mode) */
+FC_INLINE int
+fc_deep_atomic(FcCtx *c, PyObject *x)
+{
+    int k = fc_kind(Py_TYPE(x));
+    return (FK_BIT(k) & FC_DEEP_ATOMIC & c->st->deep_ok) != 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared pieces of _reconstruct                                       */
+/* ------------------------------------------------------------------ */
+
+/* `a, b = pair` with the interpreter's messages.  0 | -1+exc */
+static int
+fc_unpack2(PyObject *pair, PyObject **a, PyObject **b)
+{
+    *a = *b = NULL;
+    if ((PyTuple_CheckExact(pair) || PyList_CheckExact(pair))
+        && PySequence_Fast_GET_SIZE(pair) == 2) {
+        *a = Py_NewRef(PySequence_Fast_ITEMS(pair)[0]);
+        *b = Py_NewRef(PySequence_Fast_ITEMS(pair)[1]);
+        return 0;
+    }
+    PyObject *it = PyObject_GetIter(pair);
+    if (it == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)
+            && Py_TYPE(pair)->tp_iter == NULL && !PySequence_Check(pair)) {
+            PyErr_Format(PyExc_TypeError, "cannot unpack non-iterable %.200s object",
+                         Py_TYPE(pair)->tp_name);
+        }
+        return -1;
+    }
+    PyObject *items[3] = {NULL, NULL, NULL};
+    int got = 0;
+    for (; got < 3; got++) {
+        items[got] = PyIter_Next(it);
+        if (items[got] == NULL) {
+            break;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        goto error;
+    }
+    if (got < 2) {
+        PyErr_Format(PyExc_ValueError,
+                     "not enough values to unpack (expected 2, got %d)", got);
+        goto error;
+    }
+    if (got == 3) {
+        if (PyTuple_CheckExact(pair) || PyList_CheckExact(pair)) {
+            PyErr_Format(PyExc_ValueError,
+                         "too many values to unpack (expected 2, got %zd)",
+                         PySequence_Fast_GET_SIZE(pair));
+        }
+        else {
+            PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
+        }
+        goto error;
+    }
+    *a = items[0];
+    *b = items[1];
+    return 0;
+error:
+    for (int i = 0; i < 3; i++) {
+        Py_XDECREF(items[i]);
+    }
+    return -1;
+}
+
+/* for key, value in slotstate.items(): setattr(y, key, value)
+   0 | -1+exc */
+static int
+fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
+{
+    if (PyDict_CheckExact(slotstate)) {
+        Py_ssize_t pos = 0, used = PyDict_GET_SIZE(slotstate), left = used;
+        PyObject *k, *v;
+        for (;;) {
+            if (PyDict_GET_SIZE(slotstate) != used) {
+                PyErr_SetString(PyExc_RuntimeError,
+                                "dictionary changed size during iteration");
+                return -1;
+            }
+            if (!PyDict_Next(slotstate, &pos, &k, &v)) {
+                return 0;
+            }
+            if (left-- == 0) {
+                PyErr_SetString(PyExc_RuntimeError,
+                                "dictionary keys changed during iteration");
+                return -1;
+            }
+            Py_INCREF(k);
+            Py_INCREF(v);
+            int r = PyObject_SetAttr(y, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (r < 0) {
+                return -1;
+            }
+        }
+    }
+    PyObject *items = PyObject_CallMethodNoArgs(slotstate, st->s_items);
+    if (items == NULL) {
+        return -1;
+    }
+    PyObject *it = PyObject_GetIter(items);
+    Py_DECREF(items);
+    if (it == NULL) {
+        return -1;
+    }
+    PyObject *pair;
+    while ((pair = PyIter_Next(it)) != NULL) {
+        PyObject *k, *v;
+        int r = fc_unpack2(pair, &k, &v);
+        Py_DECREF(pair);
+        if (r == 0) {
+            r = PyObject_SetAttr(y, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+        }
+        if (r < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The state step of _reconstruct, after the state was (deep-)copied:
+       if hasattr(y, '__setstate__'): y.__setstate__(state)
+       else: split a 2-tuple into (state, slotstate); y.__dict__.update(state);
+             setattr(y, k, v) for each slot item
+   no_setstate: the caller proved y has no __setstate__ (a plain plan whose
+   type is unchanged).  0 | -1+exc */
+static int
+fc_apply_state(FcState *st, PyObject *y, PyObject *state, int no_setstate)
+{
+    if (!no_setstate) {
+        PyObject *meth;
+        int r = fc_lookup_attr(y, st->s_setstate, &meth);
+        if (r < 0) {
+            return -1;
+        }
+        if (r > 0) {
+            Py_DECREF(meth);
+            PyObject *v = PyObject_CallMethodOneArg(y, st->s_setstate, state);
+            if (v == NULL) {
+                return -1;
+            }
+            Py_DECREF(v);
+            return 0;
+        }
+    }
+    PyObject *dstate = Py_NewRef(state), *sstate = NULL;
+    if (PyTuple_Check(state)) {
+        Py_ssize_t n = PyTuple_CheckExact(state) ? PyTuple_GET_SIZE(state)
+                                                 : PyObject_Size(state);
+        if (n < 0) {
+            Py_DECREF(dstate);
+            return -1;
+        }
+        if (n == 2) {
+            Py_CLEAR(dstate);
+            if (fc_unpack2(state, &dstate, &sstate) < 0) {
+                return -1;
+            }
+        }
+    }
+    int rc = -1;
+    if (dstate != Py_None) {
+        PyObject *d = PyObject_GetAttr(y, st->s_dict);
+        if (d == NULL) {
+            goto done;
+        }
+        int r;
+        if (PyDict_CheckExact(d) && PyDict_CheckExact(dstate)) {
+            r = PyDict_Update(d, dstate);
+        }
+        else {
+            PyObject *v = PyObject_CallMethodOneArg(d, st->s_update, dstate);
+            r = v == NULL ? -1 : 0;
+            Py_XDECREF(v);
+        }
+        Py_DECREF(d);
+        if (r < 0) {
+            goto done;
+        }
+    }
+    if (sstate != NULL && sstate != Py_None && fc_set_slots(st, y, sstate) < 0) {
+        goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(dstate);
+    Py_XDECREF(sstate);
+    return rc;
+}
+
+/* y.append(item), honouring overrides on list subclasses.  0 | -1+exc */
+static int
+fc_append(FcState *st, PyObject *y, PyObject *item)
+{
+    if (PyList_CheckExact(y)) {
+        return PyList_Append(y, item);
+    }
+    PyObject *v = PyObject_CallMethodOneArg(y, st->s_append, item);
+    if (v == NULL) {
+        return -1;
+    }
+    Py_DECREF(v);
+    return 0;
+}
+
+/* The reduce value of x, as copy()/deepcopy() obtain it:
+       reductor = dispatch_table.get(cls)   (deep: truthiness, copy: is not None)
+       else x.__reduce_ex__(4), else x.__reduce__(), else Error.
+   new ref | NULL+exc */
+static PyObject *
+fc_reduce(FcState *st, PyObject *x, int deep)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *reductor, *rv;
+    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
+        return NULL;
+    }
+    if (reductor != NULL) {
+        int use;
+        if (deep) {
+            use = PyObject_IsTrue(reductor);
+        }
+        else {
+            use = reductor != Py_None;
+        }
+        if (use < 0) {
+            Py_DECREF(reductor);
+            return NULL;
+        }
+        if (use) {
+            rv = PyObject_CallOneArg(reductor, x);
+            Py_DECREF(reductor);
+            return rv;
+        }
+        Py_DECREF(reductor);
+    }
+    int r = fc_lookup_attr(x, st->s_reduce_ex, &reductor);
+    if (r < 0) {
+        return NULL;
+    }
+    if (r > 0 && reductor != Py_None) {
+        PyObject *four = PyLong_FromLong(4);
+        if (four == NULL) {
+            Py_DECREF(reductor);
+            return NULL;
+        }
+        rv = PyObject_CallOneArg(reductor, four);
+        Py_DECREF(four);
+        Py_DECREF(reductor);
+        return rv;
+    }
+    Py_XDECREF(reductor);
+    r = fc_lookup_attr(x, st->s_reduce, &reductor);
+    if (r < 0) {
+        return NULL;
+    }
+    int truth = r > 0 ? PyObject_IsTrue(reductor) : 0;
+    if (truth < 0) {
+        Py_DECREF(reductor);
+        return NULL;
+    }
+    if (truth) {
+        rv = PyObject_CallNoArgs(reductor);
+        Py_DECREF(reductor);
+        return rv;
+    }
+    Py_XDECREF(reductor);
+    PyErr_Format(st->error, deep ? "un(deep)copyable object of type %S"
+                                 : "un(shallow)copyable object of type %S",
+                 (PyObject *)tp);
+    return NULL;
+}
+
+/* The stdlib's own _reconstruct(x, memo, *rv, deepcopy=ours), for reduce
+   values we do not take apart ourselves.  new ref | NULL+exc */
+static PyObject *
+fc_reconstruct_py(FcState *st, PyObject *x, PyObject *memo, PyObject *rv)
+{
+    PyObject *args[5] = {st->reconstruct, x, memo ? memo : Py_None, rv,
+                         st->py_deepcopy ? st->py_deepcopy : Py_None};
+    return PyObject_Vectorcall(st->reconstruct_helper, args, 5, NULL);
+}
+
+/* Is rv a reduce value we take apart natively? */
+FC_INLINE int
+fc_rv_native(PyObject *rv)
+{
+    if (!PyTuple_CheckExact(rv)) {
+        return 0;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(rv);
+    return n >= 2 && n <= 5 && PyTuple_GET_ITEM(rv, 0) != Py_None
+           && PyTuple_CheckExact(PyTuple_GET_ITEM(rv, 1));
+}
+
+FC_INLINE PyObject *
+fc_rv_item(PyObject *rv, Py_ssize_t i)
+{
+    if (i >= PyTuple_GET_SIZE(rv)) {
+        return NULL;
+    }
+    PyObject *v = PyTuple_GET_ITEM(rv, i);
+    return v == Py_None ? NULL : Py_NewRef(v);
+}
+
+/* ------------------------------------------------------------------ */
+/* The work stack                                                      */
+/* ------------------------------------------------------------------ */
+
+static void
+fc_recon_free(FcRecon *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    Py_XDECREF(r->func);
+    Py_XDECREF(r->args);
+    Py_XDECREF(r->state);
+    Py_XDECREF(r->listiter);
+    Py_XDECREF(r->dictiter);
+    Py_XDECREF(r->newargs);
+    Py_XDECREF(r->key);
+    Py_XDECREF(r->pval);
+    PyMem_Free(r);
+}
+
+static void
+fc_frame_release(FcFrame *f)
+{
+    Py_CLEAR(f->x);
+    Py_CLEAR(f->y);
+    if (f->kind == FR_DICT) {
+        Py_CLEAR(f->u.dict.key);
+        Py_CLEAR(f->u.dict.val);
+    }
+    else if (f->kind == FR_RECON) {
+        fc_recon_free(f->u.recon.r);
+        f->u.recon.r = NULL;
+    }
+}
+
+/* A new top frame for x (x and y: new references are taken).
+   the frame | NULL+exc */
+static FcFrame *
+fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
+{
+    if (FC_UNLIKELY(c->nframes == c->capframes)) {
+        Py_ssize_t ncap = c->capframes * 2;
+        FcFrame *nf;
+        if (c->frames == c->small_frames) {
+            nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
+            if (nf != NULL) {
+                memcpy(nf, c->small_frames, sizeof(FcFrame) * (size_t)c->nframes);
+            }
+        }
+        else {
+            nf = (ncap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(FcFrame)) ? NULL
+                 : PyMem_Realloc(c->frames, sizeof(FcFrame) * (size_t)ncap);
+        }
+        if (nf == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        c->frames = nf;
+        c->capframes = ncap;
+    }
+    FcFrame *f = &c->frames[c->nframes++];
+    memset(f, 0, sizeof(*f));
+    f->kind = (uint8_t)kind;
+    f->x = Py_NewRef(x);
+    f->y = Py_XNewRef(y);
+    return f;
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames                                                              */
+/* ------------------------------------------------------------------ */
+
+/* _deepcopy_list: y = []; memo[id(x)] = y; for a in x: y.append(deepcopy(a)) */
+static int
+fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    PyObject *x = f->x, *y = f->y;
+    if (res != NULL) {
+        int r = PyList_Append(y, res);
+        Py_DECREF(res);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    int native = c->mode == FC_MEMO_NATIVE;
+    /* the stdlib iterates the live list: a hook's append is copied too */
+    while (f->u.list.i < PyList_GET_SIZE(x)) {
+        PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
+        f->u.list.i++;
+        if (native && fc_deep_atomic(c, item)) {
+            if (PyList_Append(y, item) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        *out = Py_NewRef(item);
+        return 1;
+    }
+    if (fc_memo_finish(c, x, y) < 0) {
+        return -1;
+    }
+    *out = Py_NewRef(y);
+    return 0;
+}
+
+/* _deepcopy_dict: y = {}; memo[id(x)] = y;
+   for key, value in x.items(): y[deepcopy(key)] = deepcopy(value)
+   (the value is copied first) */
+static int
+fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    PyObject *x = f->x, *y = f->y;
+    if (res != NULL) {
+        if (f->phase == D_VAL) {
+            f->u.dict.val = res;
+            f->phase = D_KEY;
+            *out = f->u.dict.key;          /* hand over our reference */
+            f->u.dict.key = NULL;
+            return 1;
+        }
+        /* D_KEY: res is the copied key */
+        int r = PyDict_SetItem(y, res, f->u.dict.val);
+        Py_DECREF(res);
+        Py_CLEAR(f->u.dict.val);
+        if (r < 0) {
+            return -1;
+        }
+        f->phase = D_NEXT;
+    }
+    int native = c->mode == FC_MEMO_NATIVE;
+    for (;;) {
+        PyObject *k, *v;
+        if (PyDict_GET_SIZE(x) != f->u.dict.used) {
+            PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
+            return -1;
+        }
+        if (!PyDict_Next(x, &f->u.dict.pos, &k, &v)) {
+            break;
+        }
+        if (f->u.dict.left-- == 0) {
+            PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
+            return -1;
+        }
+        if (native && fc_deep_atomic(c, v)) {
+            if (fc_deep_atomic(c, k)) {
+                if (PyDict_SetItem(y, k, v) < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            f->u.dict.val = Py_NewRef(v);
+            f->phase = D_KEY;
+            *out = Py_NewRef(k);
+            return 1;
+        }
+        f->u.dict.key = Py_NewRef(k);
+        f->phase = D_VAL;
+        *out = Py_NewRef(v);
+        return 1;
+    }
+    if (fc_memo_finish(c, x, y) < 0) {
+        return -1;
+    }
+    *out = Py_NewRef(y);
+    return 0;
+}
+
+/* _deepcopy_tuple: copy every item; a memo entry for x made meanwhile wins;
+   all items identical -> x itself.  f->y stays NULL until an item differs. */
+static int
+fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    PyObject *x = f->x;
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    if (res != NULL) {
+        Py_ssize_t i = f->u.tuple.i;
+        if (f->y == NULL && res != PyTuple_GET_ITEM(x, i)) {
+            f->y = PyTuple_New(n);
+            if (f->y == NULL) {
+                Py_DECREF(res);
+                return -1;
+            }
+            for (Py_ssize_t j = 0; j < i; j++) {
+                PyTuple_SET_ITEM(f->y, j, Py_NewRef(PyTuple_GET_ITEM(x, j)));
+            }
+        }
+        if (f->y != NULL) {
+            PyTuple_SET_ITEM(f->y, i, res);
+        }
+        else {
+            Py_DECREF(res);
+        }
+        f->u.tuple.i++;
+    }
+    int native = c->mode == FC_MEMO_NATIVE;
+    while (f->u.tuple.i < n) {
+        PyObject *item = PyTuple_GET_ITEM(x, f->u.tuple.i);
+        if (native && fc_deep_atomic(c, item)) {
+            if (f->y != NULL) {
+                PyTuple_SET_ITEM(f->y, f->u.tuple.i, Py_NewRef(item));
+            }
+            f->u.tuple.i++;
+            continue;
+        }
+        *out = Py_NewRef(item);
+        return 1;
+    }
+    PyObject *hit;
+    int r = fc_memo_getitem(c, x, &hit);
+    if (r < 0) {
+        return -1;
+    }
+    PyObject *y = r ? hit : Py_NewRef(f->y != NULL ? f->y : x);
+    if (fc_memo_finish(c, x, y) < 0) {
+        Py_DECREF(y);
+        return -1;
+    }
+    *out = y;
+    return 0;
+}
+
+/* _deepcopy_method: type(x)(x.__func__, deepcopy(x.__self__, memo)) */
+static int
+fc_method_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    if (res == NULL) {
+        *out = Py_NewRef(PyMethod_GET_SELF(f->x));
+        return 1;
+    }
+    PyObject *y = PyObject_CallFunctionObjArgs((PyObject *)Py_TYPE(f->x),
+                                               PyMethod_GET_FUNCTION(f->x), res, NULL);
+    Py_DECREF(res);
+    if (y == NULL) {
+        return -1;
+    }
+    if (fc_memo_finish(c, f->x, y) < 0) {
+        Py_DECREF(y);
+        return -1;
+    }
+    *out = y;
+    return 0;
+}
+
+/* _reconstruct(x, memo, func, args, state, listiter, dictiter), deep */
+static int
+fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    FcState *st = c->st;
+    FcRecon *r = f->u.recon.r;
+    for (;;) {
+        switch (f->phase) {
+        case R_ARGS:
+            if (res != NULL) {
+                PyTuple_SET_ITEM(r->newargs, r->i, res);
+                res = NULL;
+                r->i++;
+            }
+            if (r->i < PyTuple_GET_SIZE(r->args)) {
+                *out = Py_NewRef(PyTuple_GET_ITEM(r->args, r->i));
+                return 1;
+            }
+            f->y = PyObject_Call(r->func, r->newargs, NULL);
+            if (f->y == NULL) {
+                return -1;
+            }
+            if (fc_memo_store(c, f->x, f->y) < 0) {
+                return -1;
+            }
+            f->phase = R_STATE_REQ;
+            break;
+        case R_STATE_REQ:
+            if (r->state != NULL) {
+                f->phase = R_STATE_GOT;
+                *out = Py_NewRef(r->state);
+                return 1;
+            }
+            f->phase = R_LIST_START;
+            break;
+        case R_STATE_GOT: {
+            int no_setstate = r->ptype != NULL && Py_TYPE(f->y) == r->ptype
+                              && fc_type_tag(r->ptype) == r->ptag;
+            int rc = fc_apply_state(st, f->y, res, no_setstate);
+            Py_CLEAR(res);
+            if (rc < 0) {
+                return -1;
+            }
+            f->phase = R_LIST_START;
+            break;
+        }
+        case R_LIST_START:
+            if (r->listiter != NULL) {
+                Py_SETREF(r->listiter, PyObject_GetIter(r->listiter));
+                if (r->listiter == NULL) {
+                    return -1;
+                }
+                f->phase = R_LIST_NEXT;
+            }
+            else {
+                f->phase = R_DICT_START;
+            }
+            break;
+        case R_LIST_GOT: {
+            int rc = fc_append(st, f->y, res);
+            Py_CLEAR(res);
+            if (rc < 0) {
+                return -1;
+            }
+            f->phase = R_LIST_NEXT;
+            break;
+        }
+        case R_LIST_NEXT: {
+            PyObject *item = PyIter_Next(r->listiter);
+            if (item == NULL) {
+                if (PyErr_Occurred()) {
+                    return -1;
+                }
+                f->phase = R_DICT_START;
+                break;
+            }
+            f->phase = R_LIST_GOT;
+            *out = item;
+            return 1;
+        }
+        case R_DICT_START:
+            if (r->dictiter == NULL) {
+                goto done;
+            }
+            Py_SETREF(r->dictiter, PyObject_GetIter(r->dictiter));
+            if (r->dictiter == NULL) {
+                return -1;
+            }
+            f->phase = R_DICT_NEXT;
+            break;
+        case R_DICT_NEXT: {
+            PyObject *pair = PyIter_Next(r->dictiter);
+            if (pair == NULL) {
+                if (PyErr_Occurred()) {
+                    return -1;
+                }
+                goto done;
+            }
+            PyObject *k;
+            int rc = fc_unpack2(pair, &k, &r->pval);
+            Py_DECREF(pair);
+            if (rc < 0) {
+                return -1;
+            }
+            f->phase = R_DICT_KEY;
+            *out = k;
+            return 1;
+        }
+        case R_DICT_KEY:
+            r->key = res;
+            res = NULL;
+            f->phase = R_DICT_VAL;
+            *out = r->pval;
+            r->pval = NULL;
+            return 1;
+        case R_DICT_VAL: {
+            int rc = PyObject_SetItem(f->y, r->key, res);
+            Py_CLEAR(res);
+            Py_CLEAR(r->key);
+            if (rc < 0) {
+                return -1;
+            }
+            f->phase = R_DICT_NEXT;
+            break;
+        }
+        }
+    }
+done:
+    if (fc_memo_finish(c, f->x, f->y) < 0) {
+        return -1;
+    }
+    *out = Py_NewRef(f->y);
+    return 0;
+}
+
+static int
+fc_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    switch (f->kind) {
+    case FR_LIST:   return fc_list_resume(c, f, res, out);
+    case FR_DICT:   return fc_dict_resume(c, f, res, out);
+    case FR_TUPLE:  return fc_tuple_resume(c, f, res, out);
+    case FR_RECON:  return fc_recon_resume(c, f, res, out);
+    case FR_METHOD: return fc_method_resume(c, f, res, out);
+    }
+    Py_XDECREF(res);
+    PyErr_SetString(PyExc_SystemError, "fastcopy: corrupt work stack");
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entering one object                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Push a reconstruct frame.  Steals the parts (any may be NULL = None).
+   FC_PUSHED | NULL+exc */
+static PyObject *
+fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
+              PyObject *state, PyObject *listiter, PyObject *dictiter,
+              PyObject *y)
+{
+    FcRecon *r = PyMem_Calloc(1, sizeof(FcRecon));
+    if (r == NULL) {
+        Py_XDECREF(func);
+        Py_XDECREF(args);
+        Py_XDECREF(state);
+        Py_XDECREF(listiter);
+        Py_XDECREF(dictiter);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    r->func = func;
+    r->args = args;
+    r->state = state;
+    r->listiter = listiter;
+    r->dictiter = dictiter;
+    FcFrame *f = fc_push(c, FR_RECON, x, y);
+    if (f == NULL) {
+        fc_recon_free(r);
+        return NULL;
+    }
+    f->u.recon.r = r;
+    if (y != NULL) {
+        f->phase = R_STATE_REQ;
+    }
+    else if (PyTuple_GET_SIZE(args) == 0) {
+        r->newargs = Py_NewRef(args);
+        r->i = 0;
+    }
+    else {
+        r->newargs = PyTuple_New(PyTuple_GET_SIZE(args));
+        if (r->newargs == NULL) {
+            return NULL;   /* the caller's unwind releases the frame */
+        }
+    }
+    return FC_PUSHED;
+}
+
+/* The state object.__reduce_ex__(4) gives a plain instance: its __dict__
+   (None when empty on 3.11+, when absent on 3.10), paired with a dict of
+   the set slots when there are any.  *state new ref.
+   1 | 0 when x shadows a hook in its own __dict__ | -1+exc */
+static int
+fc_plain_state(FcState *st, PyObject *x, FcPlan *p, PyObject **state, int deep)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *xdict = NULL;
+    *state = NULL;
+    if (tp->tp_dictoffset != 0) {
+#if FC_PY311_PLUS
+        xdict = PyObject_GenericGetDict(x, NULL);
+        if (xdict == NULL) {
+            return -1;
+        }
+#else
+        PyObject **dp = _PyObject_GetDictPtr(x);
+        xdict = (dp != NULL) ? Py_XNewRef(*dp) : NULL;
+#endif
+        if (xdict != NULL && !PyDict_CheckExact(xdict)) {
+            Py_DECREF(xdict);
+            return 0;
+        }
+        if (xdict != NULL && PyDict_GET_SIZE(xdict) > 0) {
+            /* getattr(x, ...) finds these in the instance dict first */
+            PyObject *names[3] = {st->s_reduce_ex, st->s_getstate, st->s_deepcopy};
+            for (int i = 0; i < (deep ? 3 : 2); i++) {
+                int r = PyDict_Contains(xdict, names[i]);
+                if (r != 0) {
+                    Py_DECREF(xdict);
+                    return r < 0 ? -1 : 0;
+                }
+            }
+        }
+    }
+    PyObject *s;
+#if FC_PY311_PLUS
+    if (xdict != NULL && PyDict_GET_SIZE(xdict) > 0) {
+        s = xdict;
+    }
+    else {
+        Py_XDECREF(xdict);
+        s = Py_NewRef(Py_None);
+    }
+#else
+    s = xdict != NULL ? xdict : Py_NewRef(Py_None);
+#endif
+    if (p->has_slots) {
+        PyObject *names = p->slotnames;
+        Py_ssize_t n = PyList_GET_SIZE(names);
+        PyObject *slots = PyDict_New();
+        if (slots == NULL) {
+            Py_DECREF(s);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); i++) {
+            PyObject *name = Py_NewRef(PyList_GET_ITEM(names, i)), *v;
+            int r = fc_lookup_attr(x, name, &v);
+            if (r > 0) {
+                r = PyDict_SetItem(slots, name, v);
+                Py_DECREF(v);
+            }
+            Py_DECREF(name);
+            if (r >= 0 && n != PyList_GET_SIZE(names)) {
+                PyErr_SetString(PyExc_RuntimeError,
+                                "__slotsname__ changed size during iteration");
+                r = -1;
+            }
+            if (r < 0) {
+                Py_DECREF(slots);
+                Py_DECREF(s);
+                return -1;
+            }
+        }
+        if (PyDict_GET_SIZE(slots) > 0) {
+            PyObject *pair = PyTuple_Pack(2, s, slots);
+            Py_DECREF(s);
+            s = pair;
+        }
+        Py_DECREF(slots);
+        if (s == NULL) {
+            return -1;
+        }
+    }
+    *state = s;
+    return 1;
+}
+
+/* An instance of a FP_PLAIN type: what object.__reduce_ex__(4) and
+   _reconstruct would do, without the Python-level calls.  Returns
+   NULL with no exception set when x itself shadows a hook (the caller
+   then takes the generic road).  FC_PUSHED | NULL(+exc) */
+static PyObject *
+fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    unsigned int tag = p->tag;
+    PyObject *state, *y;
+    int r = fc_plain_state(c->st, x, p, &state, 1);
+    if (r <= 0) {
+        return NULL;
+    }
+    /* copyreg.__newobj__(cls) == object.__new__(cls) */
+    y = tp->tp_new(tp, c->st->empty_tuple, NULL);
+    if (y == NULL || fc_memo_store(c, x, y) < 0) {
+        Py_XDECREF(y);
+        Py_DECREF(state);
+        return NULL;
+    }
+    if (state == Py_None) {
+        Py_CLEAR(state);
+    }
+    PyObject *res = fc_push_recon(c, x, NULL, NULL, state, NULL, NULL, y);
+    Py_DECREF(y);
+    if (res == FC_PUSHED) {
+        FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
+        rc->ptype = tp;
+        rc->ptag = tag;
+    }
+    return res;
+}
+
+/* The stdlib's road for everything not handled natively.
+   new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_deep_generic(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *copier = NULL, *y = NULL;
+
+    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
+        return NULL;
+    }
+    if (copier != NULL && copier != Py_None) {
+        if (fc_memo_expose(c) < 0) {
+            Py_DECREF(copier);
+            return NULL;
+        }
+        PyObject *args[2] = {x, c->memo};
+        y = PyObject_Vectorcall(copier, args, 2, NULL);
+        Py_DECREF(copier);
+        goto finish;
+    }
+    Py_CLEAR(copier);
+    if (PyType_IsSubtype(tp, &PyType_Type)) {
+        return Py_NewRef(x);
+    }
+    if (fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
+        return NULL;
+    }
+    if (copier != NULL && copier != Py_None) {
+        if (fc_memo_expose(c) < 0) {
+            Py_DECREF(copier);
+            return NULL;
+        }
+        y = PyObject_CallOneArg(copier, c->memo);
+        Py_DECREF(copier);
+        goto finish;
+    }
+    Py_CLEAR(copier);
+
+    PyObject *rv = fc_reduce(st, x, 1);
+    if (rv == NULL) {
+        return NULL;
+    }
+    if (PyUnicode_Check(rv)) {
+        Py_DECREF(rv);
+        return Py_NewRef(x);
+    }
+    if (!fc_rv_native(rv)) {
+        if (fc_memo_expose(c) < 0) {
+            Py_DECREF(rv);
+            return NULL;
+        }
+        y = fc_reconstruct_py(st, x, c->memo, rv);
+        Py_DECREF(rv);
+        goto finish;
+    }
+    PyObject *res = fc_push_recon(c, x, fc_rv_item(rv, 0),
+                                  Py_NewRef(PyTuple_GET_ITEM(rv, 1)),
+                                  fc_rv_item(rv, 2), fc_rv_item(rv, 3),
+                                  fc_rv_item(rv, 4), NULL);
+    Py_DECREF(rv);
+    return res;
+
+finish:
+    if (y == NULL) {
+        return NULL;
+    }
+    if (fc_memo_finish(c, x, y) < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    return y;
+}
+
+/* Is x to be shared rather than copied (deepcopy(share=...))?
+   1 | 0 | -1+exc */
+static int fc_share_match(FcCtx *c, PyObject *x);
+
+/* One deepcopy(x, memo) step: a finished copy, or a pushed frame.
+   new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    PyTypeObject *tp = Py_TYPE(x);
+    int k = fc_kind(tp);
+    uint32_t bit = FK_BIT(k) & st->deep_ok;
+    PyObject *y;
+    int r;
+
+    if ((bit & FC_DEEP_ATOMIC) && c->mode == FC_MEMO_NATIVE) {
+        return Py_NewRef(x);
+    }
+    r = fc_memo_lookup(c, x, &y);
+    if (r != 0) {
+        return r > 0 ? y : NULL;
+    }
+    if (c->share != NULL) {
+        r = fc_share_match(c, x);
+        if (r != 0) {
+            return r > 0 ? Py_NewRef(x) : NULL;
+        }
+    }
+    if (bit) {
+        FcFrame *f;
+        switch (k) {
+        case FK_LIST:
+            y = PyList_New(0);
+            if (y == NULL) {
+                return NULL;
+            }
+            if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_LIST, x, y)) == NULL) {
+                Py_DECREF(y);
+                return NULL;
+            }
+            Py_DECREF(y);
+            return FC_PUSHED;
+        case FK_DICT:
+            y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
+            if (y == NULL) {
+                return NULL;
+            }
+            if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
+                Py_DECREF(y);
+                return NULL;
+            }
+            Py_DECREF(y);
+            f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
+            return FC_PUSHED;
+        case FK_TUPLE:
+            if (c->mode == FC_MEMO_NATIVE) {
+                /* all items atomic: nothing can have memoized x meanwhile */
+                Py_ssize_t i, n = PyTuple_GET_SIZE(x);
+                for (i = 0; i < n; i++) {
+                    if (!fc_deep_atomic(c, PyTuple_GET_ITEM(x, i))) {
+                        break;
+                    }
+                }
+                if (i == n) {
+                    return Py_NewRef(x);
+                }
+            }
+            return fc_push(c, FR_TUPLE, x, NULL) ? FC_PUSHED : NULL;
+        case FK_METHOD:
+            return fc_push(c, FR_METHOD, x, NULL) ? FC_PUSHED : NULL;
+        default:
+            if (bit & FC_DEEP_ATOMIC) {
+                return Py_NewRef(x);
+            }
+            break;
+        }
+    }
+    if (k == FK_OTHER && !PyType_Check(x)) {
+        FcPlan tmp, *p = fc_plan_get(st, tp, &tmp);
+        if (p == NULL) {
+            return NULL;
+        }
+        PyObject *res = NULL;
+        if (p->deep == FP_PLAIN) {
+            res = fc_deep_plain(c, x, p);
+        }
+        else if (p->deep == FP_IDENTITY) {
+            /* enum.Enum.__deepcopy__: return self (no memo entry) */
+            PyObject **dp = _PyObject_GetDictPtr(x);
+            if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp)) {
+                res = Py_NewRef(x);
+            }
+            else {
+                int has = PyDict_Contains(*dp, st->s_deepcopy);
+                if (has < 0) {
+                    res = NULL;
+                }
+                else if (!has) {
+                    res = Py_NewRef(x);
+                }
+            }
+        }
+        if (p == &tmp) {
+            Py_CLEAR(tmp.slotnames);
+        }
+        if (res != NULL || PyErr_Occurred()) {
+            return res;
+        }
+    }
+    return fc_deep_generic(c, x);
+}
+
+/* Deep-copy x with the call's context: the one loop.
+   new ref | NULL+exc */
+static PyObject *
+fc_walk(FcCtx *c, PyObject *x)
+{
+    Py_ssize_t base = c->nframes;
+    PyObject *res = fc_enter(c, x);
+    for (;;) {
+        if (res == NULL) {
+            goto error;
+        }
+        PyObject *give = NULL;
+        if (res != FC_PUSHED) {
+            if (c->nframes == base) {
+                return res;
+            }
+            give = res;
+        }
+        PyObject *out;
+        int r = fc_resume(c, &c->frames[c->nframes - 1], give, &out);
+        if (r < 0) {
+            goto error;
+        }
+        if (r == 0) {
+            fc_frame_release(&c->frames[--c->nframes]);
+            res = out;
+            continue;
+        }
+        res = fc_enter(c, out);
+        Py_DECREF(out);
+    }
+error:
+    while (c->nframes > base) {
+        fc_frame_release(&c->frames[--c->nframes]);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Stack headroom                                                      */
+/* ------------------------------------------------------------------ */
+
+#if defined(__linux__) && defined(__GLIBC__)
+#include <pthread.h>
+static _Thread_local uintptr_t fc_stack_lo;   /* lowest usable address */
+
+/* 0 | -1+RecursionError when this thread's C stack is nearly used up: a
+   hook that recurses through deepcopy() must not crash a small thread. */
+static int
+fc_stack_check(void)
+{
+    char here;
+    uintptr_t sp = (uintptr_t)&here;
+    if (FC_UNLIKELY(fc_stack_lo == 0)) {
+        pthread_attr_t attr;
+        void *addr;
+        size_t size;
+        fc_stack_lo = 1;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                size_t margin = size / 4 < (64 << 10) ? size / 4 : (64 << 10);
+                fc_stack_lo = (uintptr_t)addr + margin;
+            }
+            pthread_attr_destroy(&attr);
+        }
+    }
+    if (FC_UNLIKELY(sp < fc_stack_lo)) {
+        PyErr_SetString(PyExc_RecursionError,
+                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
+        return -1;
+    }
+    return 0;
+}
+#else
+static int
+fc_stack_check(void)
+{
+    return 0;
+}
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Entry                                                               */
+/* ------------------------------------------------------------------ */
+
+FC_INLINE void
+fc_ctx_init(FcCtx *c, FcState *st)
+{
+    c->st = st;
+    c->mode = FC_MEMO_NATIVE;
+    c->memo = NULL;
+    c->memo_id = NULL;
+    fc_memo_init(&c->native);
+    c->frames = c->small_frames;
+    c->nframes = 0;
+    c->capframes = FC_FRAMES_INLINE;
+    c->share = NULL;
+}
+
+FC_INLINE void
+fc_ctx_fini(FcCtx *c)
+{
+    while (c->nframes > 0) {
+        fc_frame_release(&c->frames[--c->nframes]);
+    }
+    if (c->frames != c->small_frames) {
+        PyMem_Free(c->frames);
+    }
+    fc_memo_clear(&c->native);
+    Py_CLEAR(c->memo);
+    Py_CLEAR(c->memo_id);
+}
+
+/* deepcopy(x, memo, _nil) as the stdlib defines it.  memo NULL = None.
+   new ref | NULL+exc */
+static PyObject *
+fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share)
+{
+    if (fc_sync(st) < 0) {
+        return NULL;
+    }
+    FcCtx c;
+    fc_ctx_init(&c, st);
+    c.share = share;
+    PyObject *y = NULL;
+    if (memo != NULL && memo != Py_None) {
+        c.memo = Py_NewRef(memo);
+        c.mode = PyDict_CheckExact(memo) ? FC_MEMO_DICT : FC_MEMO_MAPPING;
+        int r = fc_memo_lookup_py(&c, x, nil != NULL ? nil : st->nil, &y);
+        if (r != 0) {
+            fc_ctx_fini(&c);
+            return r > 0 ? y : NULL;
+        }
+    }
+    else {
+        /* the hottest case: an atomic with a fresh memo */
+        int k = fc_kind(Py_TYPE(x));
+        if (FK_BIT(k) & FC_DEEP_ATOMIC & st->deep_ok) {
+            return Py_NewRef(x);
+        }
+    }
+    if (fc_stack_check() < 0 || Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
+        fc_ctx_fini(&c);
+        return NULL;
+    }
+    y = fc_walk(&c, x);
+    Py_LeaveRecursiveCall();
+    fc_ctx_fini(&c);
+    return y;
+}

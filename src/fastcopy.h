@@ -1,0 +1,265 @@
+/*
+ * fastcopy.h: the one internal header of the C core.
+ *
+ * Every part of the core (memo.c, deepcopy.c, copy.c, module.c, ...) is
+ * compiled as one translation unit by _fastcopy.c, includes only this file
+ * and defines static functions.  Module state, the per-call context, the
+ * FC_* macros and every Python-version shim live here.
+ */
+#ifndef FASTCOPY_H
+#define FASTCOPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Macros and version shims                                            */
+/* ------------------------------------------------------------------ */
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define FC_LIKELY(x)   __builtin_expect(!!(x), 1)
+#  define FC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define FC_INLINE      static inline __attribute__((always_inline))
+#  define FC_NOINLINE    static __attribute__((noinline))
+#else
+#  define FC_LIKELY(x)   (x)
+#  define FC_UNLIKELY(x) (x)
+#  define FC_INLINE      static inline
+#  define FC_NOINLINE    static
+#endif
+
+#define FC_PY311_PLUS (PY_VERSION_HEX >= 0x030B0000)
+#define FC_PY312_PLUS (PY_VERSION_HEX >= 0x030C0000)
+#define FC_PY313_PLUS (PY_VERSION_HEX >= 0x030D0000)
+
+#ifdef FC_DEBUG
+#  define FC_ASSERT(x) assert(x)
+#else
+#  define FC_ASSERT(x) ((void)0)
+#endif
+
+/* getattr(o, name) that swallows only AttributeError.
+   1 found (*res new ref) | 0 missing (*res NULL) | -1+exc */
+FC_INLINE int
+fc_lookup_attr(PyObject *o, PyObject *name, PyObject **res)
+{
+#if FC_PY313_PLUS
+    return PyObject_GetOptionalAttr(o, name, res);
+#else
+    return _PyObject_LookupAttr(o, name, res);
+#endif
+}
+
+/* d.get(key) on an exact dict, strong.
+   1 found (*res new ref) | 0 missing | -1+exc */
+FC_INLINE int
+fc_dict_getref(PyObject *d, PyObject *key, PyObject **res)
+{
+#if FC_PY313_PLUS
+    return PyDict_GetItemRef(d, key, res);
+#else
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    if (v != NULL) {
+        *res = Py_NewRef(v);
+        return 1;
+    }
+    *res = NULL;
+    return PyErr_Occurred() ? -1 : 0;
+#endif
+}
+
+/* A type's own __dict__ (static builtin types keep it per interpreter on
+   3.12+).  new ref */
+FC_INLINE PyObject *
+fc_type_dict(PyTypeObject *tp)
+{
+#if FC_PY312_PLUS
+    return PyType_GetDict(tp);
+#else
+    return Py_XNewRef(tp->tp_dict);
+#endif
+}
+
+/* A type's method-cache version: 0 when it has none (then nothing about the
+   type may be cached). */
+FC_INLINE unsigned int
+fc_type_tag(PyTypeObject *tp)
+{
+#if FC_PY312_PLUS
+    return tp->tp_version_tag;
+#else
+    return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+#endif
+}
+
+/* The RecursionError text of the stdlib's own frames on this version. */
+#if FC_PY312_PLUS
+#  define FC_RECURSION_WHERE ""
+#else
+#  define FC_RECURSION_WHERE " while calling a Python object"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Kinds of builtin types the walker knows natively                    */
+/* ------------------------------------------------------------------ */
+
+/* Index of a type in the per-call "is the stdlib's entry still the
+   original?" bit masks (FcState.deep_ok / copy_ok). */
+enum {
+    FK_OTHER = 0,
+    FK_STR, FK_INT, FK_FLOAT, FK_BOOL, FK_NONE, FK_BYTES, FK_COMPLEX,
+    FK_TUPLE, FK_LIST, FK_DICT, FK_SET, FK_FROZENSET, FK_BYTEARRAY,
+    FK_TYPE, FK_RANGE, FK_SLICE, FK_PROPERTY, FK_BUILTIN_FN, FK_FUNCTION,
+    FK_CODE, FK_WEAKREF, FK_ELLIPSIS, FK_NOTIMPL, FK_METHOD,
+    FK__COUNT
+};
+#define FK_BIT(k) (1u << (k))
+
+/* ------------------------------------------------------------------ */
+/* Per-type plans                                                      */
+/* ------------------------------------------------------------------ */
+
+/* What deepcopy()/copy() of an instance of a non-builtin type does,
+   computed once per type version (see deepcopy.c's essay). */
+enum {
+    FP_GENERIC = 0,   /* the stdlib algorithm, step by step */
+    FP_PLAIN,         /* default __reduce_ex__(4): __newobj__ + state */
+    FP_IDENTITY,      /* __deepcopy__ is enum.Enum's `return self` */
+};
+
+typedef struct {
+    PyTypeObject *type;       /* strong; NULL = empty slot */
+    unsigned int tag;         /* type's version tag when computed */
+    unsigned int meta_tag;    /* metaclass's version tag (0 for type) */
+    uint64_t gen;             /* FcState.gen when computed */
+    uint8_t deep;             /* FP_* for deepcopy */
+    uint8_t shallow;          /* FP_* for copy */
+    uint8_t has_slots;        /* slotnames non-empty */
+    PyObject *slotnames;      /* strong list (may be empty) */
+} FcPlan;
+
+#define FC_PLAN_SLOTS 256
+
+/* ------------------------------------------------------------------ */
+/* Module state                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+    /* the stdlib pieces we follow (refreshed when the copy module or its
+       dispatch tables change) */
+    PyObject *copy_module;
+    PyObject *copy_globals;        /* copy.__dict__ */
+    PyObject *error;               /* copy.Error */
+    PyObject *deep_dispatch;       /* copy._deepcopy_dispatch */
+    PyObject *copy_dispatch;       /* copy._copy_dispatch */
+    PyObject *dispatch_table;      /* copy.dispatch_table (copyreg's) */
+    PyObject *reconstruct;         /* copy._reconstruct */
+    PyObject *reconstruct_helper;  /* f(r, x, memo, rv, dc): r(x, memo, *rv, deepcopy=dc) */
+    PyObject *copyreg_globals;     /* copyreg.__dict__, watched */
+    PyObject *copyreg_dispatch;    /* copyreg.dispatch_table, watched */
+    /* the stdlib's original dispatch functions, captured at import */
+    PyObject *orig_deep[FK__COUNT];
+    PyObject *orig_copy[FK__COUNT];
+    PyObject *copyreg_slotnames;   /* copyreg._slotnames */
+    PyObject *copyreg_newobj;      /* copyreg.__newobj__ */
+    int plain_ok;                  /* copyreg's helpers are the originals */
+
+    /* object's own descriptors, to recognise default hooks */
+    PyObject *obj_reduce_ex, *obj_reduce, *obj_getstate, *obj_new;
+    getter dict_getter;            /* the getter of a plain class's __dict__ */
+    PyObject *enum_deepcopy;       /* enum.Enum.__deepcopy__ or NULL */
+    int enum_checked;
+
+    PyTypeObject *method_type;     /* types.MethodType */
+    PyTypeObject *code_type;
+
+    /* which builtin kinds still have the stdlib's original entry */
+    uint32_t deep_ok, copy_ok;
+    uint64_t gen;                  /* bumped when the watched dicts change */
+    uint64_t seen_gen;             /* gen the caches were computed for */
+#if FC_PY312_PLUS
+    int watcher_id;                /* -1 if none could be had */
+#else
+    uint64_t ver[5];               /* ma_version_tag of the watched dicts */
+#endif
+    int always_refresh;            /* no watcher: re-check every call */
+
+    /* interned names */
+    PyObject *s_deepcopy, *s_copy, *s_reduce_ex, *s_reduce, *s_getstate,
+             *s_setstate, *s_dict, *s_update, *s_append, *s_items, *s_get,
+             *s_new, *s_getnewargs, *s_getnewargs_ex, *s_slotnames,
+             *s_func, *s_self, *s_deepcopy_kw, *s_replace;
+
+    PyObject *empty_tuple;
+    PyObject *nil;                 /* memo.get default, like copy's _nil */
+    PyObject *py_deepcopy;         /* our deepcopy function object */
+
+    PyObject *cowdict_type;        /* set by cowdict.c */
+
+    FcPlan plans[FC_PLAN_SLOTS];
+} FcState;
+
+/* ------------------------------------------------------------------ */
+/* Native memo                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject *key;      /* the original, by address (kept alive elsewhere) */
+    PyObject *value;    /* strong */
+} FcMemoEntry;
+
+#define FC_MEMO_INLINE 8          /* entries kept without a heap table */
+
+typedef struct {
+    FcMemoEntry *entries;         /* insertion order */
+    Py_ssize_t n, cap;
+    int32_t *index;               /* open addressing into entries, -1 empty */
+    Py_ssize_t mask;              /* index size - 1; 0 = no index yet */
+    PyObject **keep;              /* keep-alive originals, strong, in order */
+    Py_ssize_t nkeep, capkeep;
+    Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
+    FcMemoEntry small[FC_MEMO_INLINE];
+} FcMemo;
+
+/* ------------------------------------------------------------------ */
+/* Per-call context and the explicit work stack                        */
+/* ------------------------------------------------------------------ */
+
+enum { FC_MEMO_NATIVE = 0, FC_MEMO_DICT, FC_MEMO_MAPPING };
+
+typedef struct FcRecon FcRecon;
+
+typedef struct {
+    PyObject *x;        /* source, strong */
+    PyObject *y;        /* copy under construction, strong (tuple: may be NULL) */
+    union {
+        struct { Py_ssize_t i; } list;
+        struct { Py_ssize_t pos, used, left; PyObject *key, *val; } dict;
+        struct { Py_ssize_t i; } tuple;
+        struct { FcRecon *r; } recon;
+    } u;
+    uint8_t kind;
+    uint8_t phase;
+} FcFrame;
+
+#define FC_FRAMES_INLINE 4
+
+typedef struct {
+    FcState *st;
+    int mode;                 /* FC_MEMO_* */
+    PyObject *memo;           /* dict or mapping when mode != NATIVE, strong */
+    PyObject *memo_id;        /* id(memo), lazily */
+    FcMemo native;
+    FcFrame *frames;
+    Py_ssize_t nframes, capframes;
+    PyObject *share;          /* share= type/tuple/predicate or NULL */
+    FcFrame small_frames[FC_FRAMES_INLINE];
+} FcCtx;
+
+/* A unique non-object pointer: "a frame was pushed, no result yet". */
+static char fc_pushed_marker;
+#define FC_PUSHED ((PyObject *)&fc_pushed_marker)
+
+#endif /* FASTCOPY_H */

@@ -1,0 +1,485 @@
+/*
+ * memo.c: the deepcopy memo, native while nobody can see it.
+ *
+ * The stdlib's memo is a dict {id(original): copy} plus a keep-alive list
+ * stored under memo[id(memo)], to which every original whose copy is not
+ * itself is appended when its deepcopy() call returns (post-order).  Python
+ * code can observe it only if it is handed the dict: a __deepcopy__ hook, a
+ * copier registered in copy._deepcopy_dispatch, the stdlib's _reconstruct
+ * (our fallback for malformed reduce values), or the caller, who passed it.
+ *
+ * So the memo has two representations, and a call uses one at a time:
+ *
+ *   NATIVE   an insertion-ordered array of (original pointer, copy) pairs,
+ *            indexed by an open-addressing table of int32 positions (hash of
+ *            the address, as _pickle's PyMemoTable), and an array of
+ *            keep-alive references.  No int objects, no dict.  Small copies
+ *            use FC_MEMO_INLINE entries inside the call's context and never
+ *            touch the heap; the table is freed when the call returns, so a
+ *            big copy never slows a later small one.
+ *
+ *   DICT / MAPPING   the Python object itself is the only truth.  Every
+ *            lookup and store goes through it (PyDict_* for an exact dict,
+ *            .get / [] / []= for subclasses and other mappings, as the stdlib
+ *            does), so hooks that read, add or delete entries are seen at
+ *            once and see every entry.
+ *
+ * The switch NATIVE -> DICT happens once per call, the first time a hook is
+ * about to see the memo ("exposure").  Materialising replays the native
+ * state in its original order: entries in insertion order, with the
+ * keep-alive list inserted at the position where the stdlib's first
+ * _keep_alive() call would have created it.  Native stores never change an
+ * existing value (the stdlib re-stores the same copy), so insertion order is
+ * all there is to replay.  After exposure the call stays in DICT mode: the
+ * hook may have kept a reference and change the dict at any later time.
+ *
+ * Invariant: every key of the native table is the address of an object
+ * that stays alive until the call ends (held by the source graph, by a
+ * frame, or by the keep-alive array), so addresses cannot be reused within
+ * one call.  That is the same argument the stdlib makes for id() keys.
+ */
+#include "fastcopy.h"
+
+FC_INLINE size_t
+fc_memo_hash(PyObject *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p >> 4;
+    h *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static void
+fc_memo_init(FcMemo *m)
+{
+    m->entries = m->small;
+    m->n = 0;
+    m->cap = FC_MEMO_INLINE;
+    m->index = NULL;
+    m->mask = 0;
+    m->keep = NULL;
+    m->nkeep = m->capkeep = 0;
+    m->keep_pos = -1;
+}
+
+static void
+fc_memo_clear(FcMemo *m)
+{
+    for (Py_ssize_t i = 0; i < m->n; i++) {
+        Py_CLEAR(m->entries[i].value);
+    }
+    for (Py_ssize_t i = 0; i < m->nkeep; i++) {
+        Py_CLEAR(m->keep[i]);
+    }
+    if (m->entries != m->small) {
+        PyMem_Free(m->entries);
+    }
+    PyMem_Free(m->index);
+    PyMem_Free(m->keep);
+    fc_memo_init(m);
+}
+
+/* Rebuild the index for at least `need` entries.  0 | -1+exc */
+static int
+fc_memo_reindex(FcMemo *m, Py_ssize_t need)
+{
+    Py_ssize_t size = 16;
+    while (size < need * 2) {
+        size <<= 1;
+    }
+    if (size > ((Py_ssize_t)1 << 30)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int32_t *idx = PyMem_Malloc(sizeof(int32_t) * (size_t)size);
+    if (idx == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(idx, 0xff, sizeof(int32_t) * (size_t)size);
+    size_t mask = (size_t)size - 1;
+    for (Py_ssize_t i = 0; i < m->n; i++) {
+        size_t j = fc_memo_hash(m->entries[i].key) & mask;
+        while (idx[j] >= 0) {
+            j = (j + 1) & mask;
+        }
+        idx[j] = (int32_t)i;
+    }
+    PyMem_Free(m->index);
+    m->index = idx;
+    m->mask = (Py_ssize_t)mask;
+    return 0;
+}
+
+/* borrowed copy | NULL (missing; never an error) */
+FC_INLINE PyObject *
+fc_memo_get(FcMemo *m, PyObject *key)
+{
+    if (m->mask == 0) {
+        for (Py_ssize_t i = 0; i < m->n; i++) {
+            if (m->entries[i].key == key) {
+                return m->entries[i].value;
+            }
+        }
+        return NULL;
+    }
+    size_t mask = (size_t)m->mask;
+    size_t j = fc_memo_hash(key) & mask;
+    for (;;) {
+        int32_t e = m->index[j];
+        if (e < 0) {
+            return NULL;
+        }
+        if (m->entries[e].key == key) {
+            return m->entries[e].value;
+        }
+        j = (j + 1) & mask;
+    }
+}
+
+/* memo[id(key)] = value (value borrowed, a new reference is taken).
+   0 | -1+exc */
+static int
+fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
+{
+    if (m->mask == 0) {
+        for (Py_ssize_t i = 0; i < m->n; i++) {
+            if (m->entries[i].key == key) {
+                Py_SETREF(m->entries[i].value, Py_NewRef(value));
+                return 0;
+            }
+        }
+    }
+    else {
+        size_t mask = (size_t)m->mask;
+        size_t j = fc_memo_hash(key) & mask;
+        for (;;) {
+            int32_t e = m->index[j];
+            if (e < 0) {
+                break;
+            }
+            if (m->entries[e].key == key) {
+                Py_SETREF(m->entries[e].value, Py_NewRef(value));
+                return 0;
+            }
+            j = (j + 1) & mask;
+        }
+    }
+    if (m->n == m->cap) {
+        Py_ssize_t ncap = m->cap * 2;
+        if (ncap > INT32_MAX) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        FcMemoEntry *ne;
+        if (m->entries == m->small) {
+            ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
+            if (ne != NULL) {
+                memcpy(ne, m->small, sizeof(FcMemoEntry) * (size_t)m->n);
+            }
+        }
+        else {
+            ne = PyMem_Realloc(m->entries, sizeof(FcMemoEntry) * (size_t)ncap);
+        }
+        if (ne == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->entries = ne;
+        m->cap = ncap;
+    }
+    Py_ssize_t pos = m->n++;
+    m->entries[pos].key = key;
+    m->entries[pos].value = Py_NewRef(value);
+    if (m->mask == 0) {
+        if (m->n > FC_MEMO_INLINE && fc_memo_reindex(m, m->cap) < 0) {
+            m->n--;
+            Py_DECREF(m->entries[pos].value);
+            return -1;
+        }
+    }
+    else if (m->n * 2 > m->mask) {
+        if (fc_memo_reindex(m, m->cap) < 0) {
+            m->n--;
+            Py_DECREF(m->entries[pos].value);
+            return -1;
+        }
+    }
+    else {
+        size_t mask = (size_t)m->mask;
+        size_t j = fc_memo_hash(key) & mask;
+        while (m->index[j] >= 0) {
+            j = (j + 1) & mask;
+        }
+        m->index[j] = (int32_t)pos;
+    }
+    return 0;
+}
+
+/* _keep_alive(x): a new reference to x.  0 | -1+exc */
+static int
+fc_memo_keep(FcMemo *m, PyObject *x)
+{
+    if (m->keep_pos < 0) {
+        m->keep_pos = m->n;
+    }
+    if (m->nkeep == m->capkeep) {
+        Py_ssize_t ncap = m->capkeep ? m->capkeep * 2 : 16;
+        PyObject **nk = PyMem_Realloc(m->keep, sizeof(PyObject *) * (size_t)ncap);
+        if (nk == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->keep = nk;
+        m->capkeep = ncap;
+    }
+    m->keep[m->nkeep++] = Py_NewRef(x);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The memo as seen through the call's context                         */
+/* ------------------------------------------------------------------ */
+
+/* id(memo) as an int, cached.  borrowed | NULL+exc */
+static PyObject *
+fc_ctx_memo_id(FcCtx *c)
+{
+    if (c->memo_id == NULL) {
+        c->memo_id = PyLong_FromVoidPtr(c->memo);
+    }
+    return c->memo_id;
+}
+
+/* Turn the native memo into the dict the stdlib would have built by now,
+   and switch the call to DICT mode.  0 | -1+exc */
+static int
+fc_memo_expose(FcCtx *c)
+{
+    if (c->mode != FC_MEMO_NATIVE) {
+        return 0;
+    }
+    FcMemo *m = &c->native;
+    PyObject *d = PyDict_New();
+    PyObject *keep = NULL;
+    if (d == NULL) {
+        return -1;
+    }
+    PyObject *did = PyLong_FromVoidPtr(d);
+    if (did == NULL) {
+        goto error;
+    }
+    if (m->keep_pos >= 0) {
+        keep = PyList_New(m->nkeep);
+        if (keep == NULL) {
+            goto error;
+        }
+        for (Py_ssize_t i = 0; i < m->nkeep; i++) {
+            PyList_SET_ITEM(keep, i, Py_NewRef(m->keep[i]));
+        }
+    }
+    for (Py_ssize_t i = 0; i <= m->n; i++) {
+        if (i == m->keep_pos && PyDict_SetItem(d, did, keep) < 0) {
+            goto error;
+        }
+        if (i == m->n) {
+            break;
+        }
+        PyObject *k = PyLong_FromVoidPtr(m->entries[i].key);
+        if (k == NULL) {
+            goto error;
+        }
+        int r = PyDict_SetItem(d, k, m->entries[i].value);
+        Py_DECREF(k);
+        if (r < 0) {
+            goto error;
+        }
+    }
+    Py_XDECREF(keep);
+    fc_memo_clear(m);
+    c->memo = d;
+    c->memo_id = did;
+    c->mode = FC_MEMO_DICT;
+    return 0;
+error:
+    Py_XDECREF(did);
+    Py_XDECREF(keep);
+    Py_DECREF(d);
+    return -1;
+}
+
+/* memo.get(id(x), nil).  1 hit (*res new ref) | 0 miss | -1+exc */
+static int
+fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res)
+{
+    PyObject *k = PyLong_FromVoidPtr(x);
+    if (k == NULL) {
+        return -1;
+    }
+    int r;
+    if (c->mode == FC_MEMO_DICT) {
+        r = fc_dict_getref(c->memo, k, res);
+        Py_DECREF(k);
+        return r;
+    }
+    PyObject *args[3] = {c->memo, k, nil};
+    PyObject *v = PyObject_VectorcallMethod(c->st->s_get, args,
+                                            3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(k);
+    if (v == NULL) {
+        return -1;
+    }
+    if (v == nil) {
+        Py_DECREF(v);
+        *res = NULL;
+        return 0;
+    }
+    *res = v;
+    return 1;
+}
+
+/* The memo lookup that opens every deepcopy() step.
+   1 hit (*res new ref) | 0 miss | -1+exc */
+FC_INLINE int
+fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        PyObject *v = fc_memo_get(&c->native, x);
+        if (v != NULL) {
+            *res = Py_NewRef(v);
+            return 1;
+        }
+        return 0;
+    }
+    return fc_memo_lookup_py(c, x, c->st->nil, res);
+}
+
+/* memo[id(x)] = y.  0 | -1+exc */
+static int
+fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        return fc_memo_set(&c->native, x, y);
+    }
+    PyObject *k = PyLong_FromVoidPtr(x);
+    if (k == NULL) {
+        return -1;
+    }
+    int r = (c->mode == FC_MEMO_DICT) ? PyDict_SetItem(c->memo, k, y)
+                                      : PyObject_SetItem(c->memo, k, y);
+    Py_DECREF(k);
+    return r;
+}
+
+/* _keep_alive(x, memo):
+       try: memo[id(memo)].append(x)
+       except KeyError: memo[id(memo)] = [x]
+   0 | -1+exc */
+static int
+fc_memo_keep_alive(FcCtx *c, PyObject *x)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        return fc_memo_keep(&c->native, x);
+    }
+    PyObject *mid = fc_ctx_memo_id(c);
+    if (mid == NULL) {
+        return -1;
+    }
+    PyObject *lst = NULL;
+    if (c->mode == FC_MEMO_DICT) {
+        int r = fc_dict_getref(c->memo, mid, &lst);
+        if (r < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+                return -1;
+            }
+            PyErr_Clear();
+        }
+    }
+    else {
+        lst = PyObject_GetItem(c->memo, mid);
+        if (lst == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+                return -1;
+            }
+            PyErr_Clear();
+        }
+    }
+    if (lst != NULL) {
+        int r;
+        if (PyList_CheckExact(lst)) {
+            r = PyList_Append(lst, x);
+        }
+        else {
+            PyObject *v = PyObject_CallMethodOneArg(lst, c->st->s_append, x);
+            r = v == NULL ? -1 : 0;
+            Py_XDECREF(v);
+        }
+        Py_DECREF(lst);
+        if (r == 0) {
+            return 0;
+        }
+        /* the stdlib's except KeyError also covers the append call */
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+            return -1;
+        }
+        PyErr_Clear();
+    }
+    PyObject *nl = PyList_New(1);
+    if (nl == NULL) {
+        return -1;
+    }
+    PyList_SET_ITEM(nl, 0, Py_NewRef(x));
+    int r = (c->mode == FC_MEMO_DICT) ? PyDict_SetItem(c->memo, mid, nl)
+                                      : PyObject_SetItem(c->memo, mid, nl);
+    Py_DECREF(nl);
+    return r;
+}
+
+/* The tuple copier's check
+       try: return memo[id(x)]
+       except KeyError: pass
+   1 hit (*res new ref) | 0 miss | -1+exc */
+static int
+fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        PyObject *v = fc_memo_get(&c->native, x);
+        *res = v ? Py_NewRef(v) : NULL;
+        return v != NULL;
+    }
+    PyObject *k = PyLong_FromVoidPtr(x);
+    if (k == NULL) {
+        return -1;
+    }
+    int r;
+    if (c->mode == FC_MEMO_DICT) {
+        r = fc_dict_getref(c->memo, k, res);
+    }
+    else {
+        *res = PyObject_GetItem(c->memo, k);
+        if (*res != NULL) {
+            r = 1;
+        }
+        else if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+            PyErr_Clear();
+            r = 0;
+        }
+        else {
+            r = -1;
+        }
+    }
+    Py_DECREF(k);
+    return r;
+}
+
+/* "if y is not x: memo[d] = y; _keep_alive(x, memo)".  0 | -1+exc */
+FC_INLINE int
+fc_memo_finish(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (y == x) {
+        return 0;
+    }
+    if (fc_memo_store(c, x, y) < 0) {
+        return -1;
+    }
+    return fc_memo_keep_alive(c, x);
+}

@@ -1,0 +1,487 @@
+/*
+ * module.c: module state, its lifetime, and the public functions'
+ * argument parsing.
+ */
+#include "fastcopy.h"
+
+/* Every object field of FcState, for traverse and clear. */
+#define FC_STATE_OBJECTS(X) \
+    X(copy_module) X(copy_globals) X(error) X(deep_dispatch) X(copy_dispatch) \
+    X(dispatch_table) X(reconstruct) X(reconstruct_helper) X(copyreg_globals) \
+    X(copyreg_dispatch) X(copyreg_slotnames) X(copyreg_newobj) \
+    X(obj_reduce_ex) X(obj_reduce) X(obj_getstate) X(obj_new) X(enum_deepcopy) \
+    X(s_deepcopy) X(s_copy) X(s_reduce_ex) X(s_reduce) X(s_getstate) \
+    X(s_setstate) X(s_dict) X(s_update) X(s_append) X(s_items) X(s_get) \
+    X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
+    X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
+    X(py_deepcopy) X(cowdict_type)
+
+FC_INLINE FcState *
+fc_state(PyObject *module)
+{
+    return (FcState *)PyModule_GetState(module);
+}
+
+/* ------------------------------------------------------------------ */
+/* Argument parsing with the messages of a Python function              */
+/* ------------------------------------------------------------------ */
+
+/* Bind args/kwnames to out[0..nnames) (borrowed, NULL = not given).
+   The first npos names are positional-or-keyword, the rest keyword-only;
+   the first nreq are required.  0 | -1+exc */
+static int
+fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames, const char *const *names, int nnames, int npos,
+         int nreq, PyObject **out)
+{
+    for (int i = 0; i < nnames; i++) {
+        out[i] = NULL;
+    }
+    if (nargs > npos) {
+        if (npos == nreq) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() takes %d positional argument%s but %zd %s given",
+                         fname, npos, npos == 1 ? "" : "s", nargs,
+                         nargs == 1 ? "was" : "were");
+        }
+        else {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() takes from %d to %d positional arguments but %zd %s given",
+                         fname, nreq, npos, nargs, nargs == 1 ? "was" : "were");
+        }
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        out[i] = args[i];
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *kw = PyTuple_GET_ITEM(kwnames, j);
+        int found = -1;
+        for (int i = 0; i < nnames; i++) {
+            if (PyUnicode_CompareWithASCIIString(kw, names[i]) == 0) {
+                found = i;
+                break;
+            }
+        }
+        if (found < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument '%U'", fname, kw);
+            return -1;
+        }
+        if (out[found] != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got multiple values for argument '%s'", fname,
+                         names[found]);
+            return -1;
+        }
+        out[found] = args[nargs + j];
+    }
+    for (int i = 0; i < nreq; i++) {
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() missing 1 required positional argument: '%s'",
+                         fname, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public functions                                                    */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(fc_deepcopy_doc,
+"deepcopy(x, memo=None, _nil=[], *, share=None)\n--\n\n"
+"Deep copy operation on arbitrary Python objects: the same result as\n"
+"copy.deepcopy(x, memo) on this interpreter, computed in C.\n\n"
+"share: a type, a tuple of types, or a predicate; matching objects are\n"
+"kept by reference wherever they occur instead of being copied.");
+
+static PyObject *
+fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    FcState *st = fc_state(module);
+    PyObject *x, *memo = NULL, *nil = NULL, *share = NULL;
+    if (FC_LIKELY(nargs == 1 && kwnames == NULL)) {
+        x = args[0];
+    }
+    else {
+        static const char *const names[] = {"x", "memo", "_nil", "share"};
+        PyObject *o[4];
+        if (fc_parse("deepcopy", args, nargs, kwnames, names, 4, 3, 1, o) < 0) {
+            return NULL;
+        }
+        x = o[0];
+        memo = o[1];
+        nil = o[2];
+        share = (o[3] == Py_None) ? NULL : o[3];
+        if (share != NULL && !PyType_Check(share) && !PyCallable_Check(share)) {
+            int ok = PyTuple_Check(share);
+            for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(share); i++) {
+                ok = PyType_Check(PyTuple_GET_ITEM(share, i));
+            }
+            if (!ok) {
+                PyErr_Format(PyExc_TypeError,
+                             "share must be a type, a tuple of types or a "
+                             "callable, not %.200s", Py_TYPE(share)->tp_name);
+                return NULL;
+            }
+        }
+    }
+    return fc_deepcopy(st, x, memo, nil, share);
+}
+
+PyDoc_STRVAR(fc_copy_doc,
+"copy(x)\n--\n\n"
+"Shallow copy operation on arbitrary Python objects: the same result as\n"
+"copy.copy(x) on this interpreter, computed in C.");
+
+static PyObject *
+fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kwnames)
+{
+    FcState *st = fc_state(module);
+    PyObject *x;
+    if (FC_LIKELY(nargs == 1 && kwnames == NULL)) {
+        x = args[0];
+    }
+    else {
+        static const char *const names[] = {"x"};
+        if (fc_parse("copy", args, nargs, kwnames, names, 1, 1, 1, &x) < 0) {
+            return NULL;
+        }
+    }
+    return fc_copy(st, x);
+}
+
+PyDoc_STRVAR(fc_sysinfo_doc,
+"_sysinfo()\n--\n\n"
+"How this module was built and what it sees, for tests and bug reports.");
+
+static PyObject *
+fc_py_sysinfo(PyObject *module, PyObject *unused)
+{
+    FcState *st = fc_state(module);
+#ifdef FC_DEBUG
+    int debug = 1;
+#else
+    int debug = 0;
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    int asan = 1;
+#else
+    int asan = 0;
+#endif
+#if FC_PY312_PLUS
+    int watcher = st->watcher_id;
+#else
+    int watcher = -1;
+#endif
+    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i}",
+                         "debug", debug, "asan", asan,
+                         "python_built", PY_VERSION,
+                         "frame_size", (int)sizeof(FcFrame),
+                         "ctx_size", (int)sizeof(FcCtx),
+                         "deep_ok", (unsigned int)st->deep_ok,
+                         "copy_ok", (unsigned int)st->copy_ok,
+                         "plain_ok", st->plain_ok,
+                         "gen", PyLong_FromUnsignedLongLong(st->gen),
+                         "watcher", watcher,
+                         "always_refresh", st->always_refresh);
+}
+
+static PyMethodDef fc_methods[] = {
+    {"deepcopy", (PyCFunction)(void (*)(void))fc_py_deepcopy,
+     METH_FASTCALL | METH_KEYWORDS, fc_deepcopy_doc},
+    {"copy", (PyCFunction)(void (*)(void))fc_py_copy,
+     METH_FASTCALL | METH_KEYWORDS, fc_copy_doc},
+    {"_sysinfo", fc_py_sysinfo, METH_NOARGS, fc_sysinfo_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+/* ------------------------------------------------------------------ */
+
+/* A borrowed global of a module dict that must exist.  NULL+exc */
+static PyObject *
+fc_need(PyObject *globals, const char *name)
+{
+    PyObject *v = PyDict_GetItemString(globals, name);
+    if (v == NULL && !PyErr_Occurred()) {
+        PyErr_Format(PyExc_ImportError, "fastcopy: copy module has no '%s'", name);
+    }
+    return v;
+}
+
+static int
+fc_exec(PyObject *module)
+{
+    FcState *st = fc_state(module);
+    PyObject *copyreg = NULL, *probe = NULL, *ns = NULL, *v;
+
+#define FC_INTERN(field, text) \
+    if ((st->field = PyUnicode_InternFromString(text)) == NULL) goto error;
+    FC_INTERN(s_deepcopy, "__deepcopy__")
+    FC_INTERN(s_copy, "__copy__")
+    FC_INTERN(s_reduce_ex, "__reduce_ex__")
+    FC_INTERN(s_reduce, "__reduce__")
+    FC_INTERN(s_getstate, "__getstate__")
+    FC_INTERN(s_setstate, "__setstate__")
+    FC_INTERN(s_dict, "__dict__")
+    FC_INTERN(s_update, "update")
+    FC_INTERN(s_append, "append")
+    FC_INTERN(s_items, "items")
+    FC_INTERN(s_get, "get")
+    FC_INTERN(s_new, "__new__")
+    FC_INTERN(s_getnewargs, "__getnewargs__")
+    FC_INTERN(s_getnewargs_ex, "__getnewargs_ex__")
+    FC_INTERN(s_slotnames, "__slotnames__")
+    FC_INTERN(s_func, "__func__")
+    FC_INTERN(s_self, "__self__")
+    FC_INTERN(s_deepcopy_kw, "deepcopy")
+    FC_INTERN(s_replace, "__replace__")
+#undef FC_INTERN
+
+    st->empty_tuple = PyTuple_New(0);
+    st->nil = PyList_New(0);
+    if (st->empty_tuple == NULL || st->nil == NULL) {
+        goto error;
+    }
+#if FC_PY312_PLUS
+    st->watcher_id = -1;
+#endif
+
+    st->copy_module = PyImport_ImportModule("copy");
+    copyreg = PyImport_ImportModule("copyreg");
+    if (st->copy_module == NULL || copyreg == NULL) {
+        goto error;
+    }
+    st->copy_globals = Py_NewRef(PyModule_GetDict(st->copy_module));
+    st->copyreg_globals = Py_NewRef(PyModule_GetDict(copyreg));
+    PyObject *g = st->copy_globals;
+    const char *names[] = {"_deepcopy_dispatch", "_copy_dispatch",
+                           "dispatch_table", "_reconstruct", "Error"};
+    PyObject **slots[] = {&st->deep_dispatch, &st->copy_dispatch,
+                          &st->dispatch_table, &st->reconstruct, &st->error};
+    for (int i = 0; i < 5; i++) {
+        if ((v = fc_need(g, names[i])) == NULL) {
+            goto error;
+        }
+        *slots[i] = Py_NewRef(v);
+    }
+    if ((v = fc_need(st->copyreg_globals, "dispatch_table")) == NULL) {
+        goto error;
+    }
+    st->copyreg_dispatch = Py_NewRef(v);
+    if ((v = fc_need(st->copyreg_globals, "_slotnames")) == NULL) {
+        goto error;
+    }
+    st->copyreg_slotnames = Py_NewRef(v);
+    if ((v = fc_need(st->copyreg_globals, "__newobj__")) == NULL) {
+        goto error;
+    }
+    st->copyreg_newobj = Py_NewRef(v);
+
+    /* the stdlib's own dispatch functions, by name: an entry that is not
+       one of these is somebody else's and must be called */
+    PyObject *atomic_d = fc_need(g, "_deepcopy_atomic");
+    PyObject *list_d = fc_need(g, "_deepcopy_list");
+    PyObject *tuple_d = fc_need(g, "_deepcopy_tuple");
+    PyObject *dict_d = fc_need(g, "_deepcopy_dict");
+    PyObject *method_d = fc_need(g, "_deepcopy_method");
+    PyObject *atomic_c = fc_need(g, "_copy_immutable");
+    if (!atomic_d || !list_d || !tuple_d || !dict_d || !method_d || !atomic_c) {
+        goto error;
+    }
+    for (int k = 1; k < FK__COUNT; k++) {
+        uint32_t b = FK_BIT(k);
+        if (b & FC_DEEP_ATOMIC) {
+            st->orig_deep[k] = atomic_d;
+        }
+        if (b & FC_COPY_ATOMIC) {
+            st->orig_copy[k] = atomic_c;
+        }
+    }
+    st->orig_deep[FK_LIST] = list_d;
+    st->orig_deep[FK_TUPLE] = tuple_d;
+    st->orig_deep[FK_DICT] = dict_d;
+    st->orig_deep[FK_METHOD] = method_d;
+    for (int k = 1; k < FK__COUNT; k++) {
+        Py_XINCREF(st->orig_deep[k]);
+        Py_XINCREF(st->orig_copy[k]);
+    }
+    int copy_kinds[] = {FK_LIST, FK_DICT, FK_SET, FK_BYTEARRAY};
+    for (int i = 0; i < 4; i++) {
+        PyObject *td = fc_type_dict(fc_kind_type(st, copy_kinds[i]));
+        if (td == NULL) {
+            goto error;
+        }
+        st->orig_copy[copy_kinds[i]] = Py_XNewRef(PyDict_GetItemString(td, "copy"));
+        Py_DECREF(td);
+    }
+
+    /* object's own hooks, to recognise classes that keep them */
+    PyObject *od = fc_type_dict(&PyBaseObject_Type);
+    if (od == NULL) {
+        goto error;
+    }
+    st->obj_reduce_ex = Py_XNewRef(PyDict_GetItemString(od, "__reduce_ex__"));
+    st->obj_reduce = Py_XNewRef(PyDict_GetItemString(od, "__reduce__"));
+    st->obj_new = Py_XNewRef(PyDict_GetItemString(od, "__new__"));
+#if FC_PY311_PLUS
+    st->obj_getstate = Py_XNewRef(PyDict_GetItemString(od, "__getstate__"));
+#endif
+    Py_DECREF(od);
+#if FC_PY311_PLUS
+    if (st->obj_getstate == NULL) {
+        goto error;
+    }
+#endif
+    if (!st->obj_reduce_ex || !st->obj_reduce || !st->obj_new) {
+        goto error;
+    }
+    /* the getter every plain class's __dict__ descriptor uses */
+    probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(){}", "_fastcopy_probe");
+    if (probe == NULL) {
+        goto error;
+    }
+    v = _PyType_Lookup((PyTypeObject *)probe, st->s_dict);
+    if (v == NULL || !Py_IS_TYPE(v, &PyGetSetDescr_Type)) {
+        PyErr_SetString(PyExc_ImportError, "fastcopy: unexpected __dict__ descriptor");
+        goto error;
+    }
+    st->dict_getter = ((PyGetSetDescrObject *)v)->d_getset->get;
+    Py_CLEAR(probe);
+
+    /* _reconstruct(x, memo, *rv, deepcopy=...) as the stdlib spells it, so
+       malformed reduce values raise the stdlib's own errors */
+    ns = PyDict_New();
+    if (ns == NULL || PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) < 0) {
+        goto error;
+    }
+    v = PyRun_String("def _reconstruct_via(r, x, memo, rv, deepcopy):\n"
+                     "    return r(x, memo, *rv, deepcopy=deepcopy)\n",
+                     Py_file_input, ns, ns);
+    if (v == NULL) {
+        goto error;
+    }
+    Py_DECREF(v);
+    st->reconstruct_helper = Py_XNewRef(PyDict_GetItemString(ns, "_reconstruct_via"));
+    Py_CLEAR(ns);
+    if (st->reconstruct_helper == NULL) {
+        goto error;
+    }
+
+    if (PyModule_AddFunctions(module, fc_methods) < 0) {
+        goto error;
+    }
+    st->py_deepcopy = PyObject_GetAttrString(module, "deepcopy");
+    if (st->py_deepcopy == NULL) {
+        goto error;
+    }
+    if (PyModule_AddObjectRef(module, "Error", st->error) < 0) {
+        goto error;
+    }
+    st->always_refresh = 0;
+    if (fc_watch_init(st) < 0 || fc_refresh(st) < 0) {
+        goto error;
+    }
+#if FC_PY312_PLUS
+    st->seen_gen = 0;
+#endif
+#ifdef FC_HAVE_COWDICT
+    if (fc_cowdict_exec(module, st) < 0) {
+        goto error;
+    }
+#endif
+    Py_DECREF(copyreg);
+    return 0;
+error:
+    Py_XDECREF(copyreg);
+    Py_XDECREF(probe);
+    Py_XDECREF(ns);
+    return -1;
+}
+
+static int
+fc_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    FcState *st = fc_state(module);
+    if (st == NULL) {
+        return 0;
+    }
+#define FC_VISIT(f) Py_VISIT(st->f);
+    FC_STATE_OBJECTS(FC_VISIT)
+#undef FC_VISIT
+    for (int k = 0; k < FK__COUNT; k++) {
+        Py_VISIT(st->orig_deep[k]);
+        Py_VISIT(st->orig_copy[k]);
+    }
+    for (int i = 0; i < FC_PLAN_SLOTS; i++) {
+        Py_VISIT(st->plans[i].type);
+        Py_VISIT(st->plans[i].slotnames);
+    }
+    return 0;
+}
+
+static int
+fc_clear(PyObject *module)
+{
+    FcState *st = fc_state(module);
+    if (st == NULL) {
+        return 0;
+    }
+    fc_watch_fini(st);
+#define FC_CLEAR(f) Py_CLEAR(st->f);
+    FC_STATE_OBJECTS(FC_CLEAR)
+#undef FC_CLEAR
+    for (int k = 0; k < FK__COUNT; k++) {
+        Py_CLEAR(st->orig_deep[k]);
+        Py_CLEAR(st->orig_copy[k]);
+    }
+    fc_plans_clear(st);
+    return 0;
+}
+
+static void
+fc_free(void *module)
+{
+    (void)fc_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot fc_slots[] = {
+    {Py_mod_exec, fc_exec},
+#if FC_PY312_PLUS
+    /* state is per module object; dict watchers are per interpreter */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+#if FC_PY313_PLUS
+    /* borrowed references across dict iteration assume the GIL */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL},
+};
+
+PyDoc_STRVAR(fc_module_doc,
+"fastcopy._fastcopy: the C core of fastcopy (exact copy/deepcopy).");
+
+static struct PyModuleDef fc_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "fastcopy._fastcopy",
+    .m_doc = fc_module_doc,
+    .m_size = sizeof(FcState),
+    .m_slots = fc_slots,
+    .m_traverse = fc_traverse,
+    .m_clear = fc_clear,
+    .m_free = fc_free,
+};
+
+PyMODINIT_FUNC
+PyInit__fastcopy(void)
+{
+    return PyModuleDef_Init(&fc_module);
+}

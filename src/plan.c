@@ -1,0 +1,494 @@
+/*
+ * plan.c: per-type plans, and keeping the stdlib's dispatch tables in view.
+ *
+ * For an instance of a user class the stdlib walks a long road: a lookup in
+ * copy._deepcopy_dispatch, getattr(x, "__deepcopy__"), copyreg.dispatch_table,
+ * getattr(x, "__reduce_ex__"), object.__reduce_ex__(4) (which looks up
+ * __reduce__, __getnewargs_ex__, __getnewargs__, __getstate__, __slotnames__),
+ * then _reconstruct (copyreg.__newobj__ -> cls.__new__, hasattr(y,
+ * "__setstate__"), y.__dict__.update(state), setattr per slot).  For a class
+ * that overrides none of those hooks every answer is known in advance, and
+ * depends only on the class, its metaclass and the two dispatch tables.
+ *
+ * A plan records those answers for one type.  It stays valid while
+ *   - the type's method-cache version tag is unchanged (CPython resets it on
+ *     any assignment to the class or to a base class),
+ *   - the metaclass is the same object with the same tag,
+ *   - FcState.gen is unchanged: it moves whenever the copy module's globals,
+ *     copy._deepcopy_dispatch, copy._copy_dispatch or copyreg.dispatch_table
+ *     change (dict watchers on 3.12+, ma_version_tag before).
+ * Anything else a plan does not know is checked per object (the instance
+ * dict may shadow __deepcopy__, __reduce_ex__ or __getstate__).  A type that
+ * cannot get a version tag is never cached and takes the generic road.
+ * Plans only decide between shortcuts and the faithful generic algorithm;
+ * when in doubt a plan says FP_GENERIC.
+ */
+#include "fastcopy.h"
+
+/* ------------------------------------------------------------------ */
+/* Watching the stdlib's tables                                        */
+/* ------------------------------------------------------------------ */
+
+#if FC_PY312_PLUS
+/* Watcher callbacks get no context: one counter for the process.  It only
+   ever grows; every module instance compares it with its own copy. */
+static uint64_t fc_watch_counter = 1;
+
+static int
+fc_watch_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key,
+            PyObject *new_value)
+{
+    fc_watch_counter++;
+    return 0;
+}
+#endif
+
+static int fc_refresh(FcState *st);
+
+/* Make sure st reflects the current stdlib tables.  0 | -1+exc */
+FC_INLINE int
+fc_sync(FcState *st)
+{
+#if FC_PY312_PLUS
+    if (FC_LIKELY(st->seen_gen == fc_watch_counter && !st->always_refresh)) {
+        return 0;
+    }
+    st->seen_gen = fc_watch_counter;
+#else
+    PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
+                       st->copyreg_dispatch, st->copyreg_globals};
+    int same = !st->always_refresh;
+    for (int i = 0; i < 5; i++) {
+        uint64_t v = PyDict_Check(ds[i]) ? ((PyDictObject *)ds[i])->ma_version_tag : 0;
+        if (v != st->ver[i]) {
+            same = 0;
+        }
+    }
+    if (FC_LIKELY(same)) {
+        return 0;
+    }
+#endif
+    return fc_refresh(st);
+}
+
+static void
+fc_plans_clear(FcState *st)
+{
+    for (int i = 0; i < FC_PLAN_SLOTS; i++) {
+        FcPlan *p = &st->plans[i];
+        Py_CLEAR(p->type);
+        Py_CLEAR(p->slotnames);
+    }
+}
+
+/* Which type each kind bit stands for. */
+static PyTypeObject *
+fc_kind_type(FcState *st, int k)
+{
+    switch (k) {
+    case FK_STR: return &PyUnicode_Type;
+    case FK_INT: return &PyLong_Type;
+    case FK_FLOAT: return &PyFloat_Type;
+    case FK_BOOL: return &PyBool_Type;
+    case FK_NONE: return Py_TYPE(Py_None);
+    case FK_BYTES: return &PyBytes_Type;
+    case FK_COMPLEX: return &PyComplex_Type;
+    case FK_TUPLE: return &PyTuple_Type;
+    case FK_LIST: return &PyList_Type;
+    case FK_DICT: return &PyDict_Type;
+    case FK_SET: return &PySet_Type;
+    case FK_FROZENSET: return &PyFrozenSet_Type;
+    case FK_BYTEARRAY: return &PyByteArray_Type;
+    case FK_TYPE: return &PyType_Type;
+    case FK_RANGE: return &PyRange_Type;
+    case FK_SLICE: return &PySlice_Type;
+    case FK_PROPERTY: return &PyProperty_Type;
+    case FK_BUILTIN_FN: return &PyCFunction_Type;
+    case FK_FUNCTION: return &PyFunction_Type;
+    case FK_CODE: return &PyCode_Type;
+    case FK_WEAKREF: return &_PyWeakref_RefType;
+    case FK_ELLIPSIS: return Py_TYPE(Py_Ellipsis);
+    case FK_NOTIMPL: return Py_TYPE(Py_NotImplemented);
+    case FK_METHOD: return &PyMethod_Type;
+    default: return NULL;
+    }
+}
+
+/* table.get(key) for the stdlib's tables: exact dicts directly, anything
+   else through its .get.  1 (*res new ref, may be None) | 0 | -1+exc */
+static int
+fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res)
+{
+    if (PyDict_CheckExact(table)) {
+        return fc_dict_getref(table, key, res);
+    }
+    *res = PyObject_CallMethodOneArg(table, st->s_get, key);
+    return *res == NULL ? -1 : 1;
+}
+
+/* Re-read the copy module's globals and recompute what is still the
+   stdlib's original.  0 | -1+exc */
+static int
+fc_refresh(FcState *st)
+{
+    PyObject *g = st->copy_globals;
+    PyObject *v;
+    const char *names[] = {"_deepcopy_dispatch", "_copy_dispatch",
+                           "dispatch_table", "_reconstruct", "Error"};
+    PyObject **slots[] = {&st->deep_dispatch, &st->copy_dispatch,
+                          &st->dispatch_table, &st->reconstruct, &st->error};
+    for (int i = 0; i < 5; i++) {
+        v = PyDict_GetItemString(g, names[i]);
+        if (v != NULL) {
+            Py_XSETREF(*slots[i], Py_NewRef(v));
+        }
+    }
+    uint32_t deep_ok = 0, copy_ok = 0;
+    for (int k = 1; k < FK__COUNT; k++) {
+        PyTypeObject *t = fc_kind_type(st, k);
+        PyObject *e;
+        if (fc_table_get(st, st->deep_dispatch, (PyObject *)t, &e) < 0) {
+            return -1;
+        }
+        /* kinds absent from the stdlib table stay absent */
+        if ((e == NULL || e == Py_None) ? st->orig_deep[k] == NULL
+                                         : e == st->orig_deep[k]) {
+            deep_ok |= FK_BIT(k);
+        }
+        Py_XDECREF(e);
+        if (fc_table_get(st, st->copy_dispatch, (PyObject *)t, &e) < 0) {
+            return -1;
+        }
+        if ((e == NULL || e == Py_None) ? st->orig_copy[k] == NULL
+                                         : e == st->orig_copy[k]) {
+            copy_ok |= FK_BIT(k);
+        }
+        Py_XDECREF(e);
+    }
+    st->deep_ok = deep_ok;
+    st->copy_ok = copy_ok;
+    st->plain_ok =
+        PyDict_GetItemString(st->copyreg_globals, "__newobj__") == st->copyreg_newobj
+        && PyDict_GetItemString(st->copyreg_globals, "_slotnames") == st->copyreg_slotnames;
+    fc_plans_clear(st);
+    st->gen++;
+#if FC_PY312_PLUS
+    if (st->watcher_id >= 0) {
+        /* the globals may now name other dicts: watch whatever is current */
+        PyObject *ws[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
+                           st->copyreg_dispatch, st->copyreg_globals};
+        for (int i = 0; i < 5; i++) {
+            if (PyDict_Check(ws[i]) && PyDict_Watch(st->watcher_id, ws[i]) < 0) {
+                return -1;
+            }
+        }
+    }
+#endif
+#if !FC_PY312_PLUS
+    PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
+                       st->copyreg_dispatch, st->copyreg_globals};
+    for (int i = 0; i < 5; i++) {
+        st->ver[i] = PyDict_Check(ds[i]) ? ((PyDictObject *)ds[i])->ma_version_tag : 0;
+    }
+#endif
+    return 0;
+}
+
+/* Watch the tables (3.12+).  0 | -1+exc */
+static int
+fc_watch_init(FcState *st)
+{
+#if FC_PY312_PLUS
+    st->watcher_id = PyDict_AddWatcher(fc_watch_cb);
+    if (st->watcher_id < 0) {
+        /* all watcher slots taken: fall back to re-checking every call */
+        PyErr_Clear();
+        st->always_refresh = 1;
+        return 0;
+    }
+    PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
+                       st->copyreg_dispatch, st->copyreg_globals};
+    for (int i = 0; i < 5; i++) {
+        if (PyDict_Check(ds[i]) && PyDict_Watch(st->watcher_id, ds[i]) < 0) {
+            return -1;
+        }
+        if (!PyDict_Check(ds[i])) {
+            st->always_refresh = 1;
+        }
+    }
+    st->seen_gen = 0;
+#endif
+    return 0;
+}
+
+static void
+fc_watch_fini(FcState *st)
+{
+#if FC_PY312_PLUS
+    if (st->watcher_id >= 0) {
+        PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
+                           st->copyreg_dispatch, st->copyreg_globals};
+        for (int i = 0; i < 5; i++) {
+            if (ds[i] != NULL && PyDict_Check(ds[i])) {
+                (void)PyDict_Unwatch(st->watcher_id, ds[i]);
+            }
+        }
+        (void)PyDict_ClearWatcher(st->watcher_id);
+        PyErr_Clear();
+        st->watcher_id = -1;
+    }
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Plans                                                               */
+/* ------------------------------------------------------------------ */
+
+/* enum.Enum.__deepcopy__ is `return self` (3.11+); found lazily through
+   sys.modules, never by importing enum ourselves. */
+static PyObject *
+fc_enum_deepcopy(FcState *st)
+{
+    if (st->enum_deepcopy != NULL || st->enum_checked) {
+        return st->enum_deepcopy;
+    }
+    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
+    PyObject *mod = mods ? PyDict_GetItemString(mods, "enum") : NULL;
+    if (mod == NULL) {
+        return NULL;
+    }
+    st->enum_checked = 1;
+    PyObject *Enum = PyObject_GetAttrString(mod, "Enum");
+    if (Enum == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (PyType_Check(Enum)) {
+        PyObject *f = _PyType_Lookup((PyTypeObject *)Enum, st->s_deepcopy);
+        if (f != NULL && PyFunction_Check(f)) {
+            /* only the stdlib's one-liner: code of the form `return self` */
+            PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
+            if (co->co_argcount == 2) {
+                st->enum_deepcopy = Py_NewRef(f);
+            }
+        }
+    }
+    Py_DECREF(Enum);
+    return st->enum_deepcopy;
+}
+
+/* The common half of FP_PLAIN: instances are reduced by object's own
+   __reduce_ex__(4) into (copyreg.__newobj__, (cls,), state) and rebuilt
+   without __setstate__.  Sets *slotnames (new ref, list) on success.
+   1 plain | 0 not plain | -1+exc */
+static int
+fc_plan_plain_common(FcState *st, PyTypeObject *tp, PyObject **slotnames)
+{
+    *slotnames = NULL;
+    if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT)
+        || tp->tp_itemsize != 0
+        || tp->tp_getattro != PyObject_GenericGetAttr
+        || tp->tp_new != PyBaseObject_Type.tp_new
+        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro
+        || PyType_IsSubtype(tp, &PyType_Type)) {
+        return 0;
+    }
+    if (_PyType_Lookup(tp, st->s_new) != st->obj_new
+        || _PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
+        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
+        || _PyType_Lookup(tp, st->s_getstate) != st->obj_getstate
+        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
+        || _PyType_Lookup(tp, st->s_getnewargs) != NULL
+        || _PyType_Lookup(tp, st->s_setstate) != NULL) {
+        return 0;
+    }
+    if (tp->tp_dictoffset != 0) {
+        PyObject *d = _PyType_Lookup(tp, st->s_dict);
+        if (d == NULL || !Py_IS_TYPE(d, &PyGetSetDescr_Type)
+            || ((PyGetSetDescrObject *)d)->d_getset->get != st->dict_getter) {
+            return 0;
+        }
+    }
+    PyObject *reductor;
+    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
+        return -1;
+    }
+    int has_reductor = reductor != NULL && reductor != Py_None;
+    Py_XDECREF(reductor);
+    if (has_reductor) {
+        return 0;
+    }
+    /* _PyType_GetSlotNames: cls.__dict__["__slotnames__"], else
+       copyreg._slotnames(cls), which caches it on the class (the stdlib's
+       first copy of an instance does the same) */
+    PyObject *names;
+    PyObject *tdict = fc_type_dict(tp);
+    if (tdict == NULL) {
+        return -1;
+    }
+    int got = fc_dict_getref(tdict, st->s_slotnames, &names);
+    Py_DECREF(tdict);
+    if (got < 0) {
+        return -1;
+    }
+    if (names == NULL) {
+        names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
+        if (names == NULL) {
+            /* the real __reduce_ex__ will raise it again, exactly */
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    if (names == Py_None) {
+        Py_SETREF(names, PyList_New(0));
+        if (names == NULL) {
+            return -1;
+        }
+    }
+    if (!PyList_CheckExact(names)) {
+        Py_DECREF(names);
+        return 0;
+    }
+    /* object_getstate_default(required=1) refuses objects with C fields it
+       cannot see; be at least as strict */
+    Py_ssize_t basic = PyBaseObject_Type.tp_basicsize;
+    if (tp->tp_dictoffset > 0) {
+        basic += sizeof(PyObject *);
+    }
+    if (tp->tp_weaklistoffset > 0) {
+        basic += sizeof(PyObject *);
+    }
+    basic += sizeof(PyObject *) * PyList_GET_SIZE(names);
+    if (tp->tp_basicsize > basic) {
+        Py_DECREF(names);
+        return 0;
+    }
+    *slotnames = names;
+    return 1;
+}
+
+/* Compute a plan into *p (no caching).  0 | -1+exc */
+static int
+fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
+{
+    p->deep = FP_GENERIC;
+    p->shallow = FP_GENERIC;
+    p->has_slots = 0;
+    p->slotnames = NULL;
+
+    PyObject *names = NULL;
+    int plain = fc_plan_plain_common(st, tp, &names);
+    if (plain < 0) {
+        return -1;
+    }
+    PyObject *e;
+    if (plain) {
+        p->slotnames = names;
+        p->has_slots = PyList_GET_SIZE(names) > 0;
+        if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
+            return -1;
+        }
+        if ((e == NULL || e == Py_None) && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
+            p->deep = FP_PLAIN;
+        }
+        Py_XDECREF(e);
+        if (fc_table_get(st, st->copy_dispatch, (PyObject *)tp, &e) < 0) {
+            return -1;
+        }
+        int truthy = 0;
+        if (e != NULL && e != Py_None) {
+            truthy = PyObject_IsTrue(e);
+        }
+        Py_XDECREF(e);
+        if (truthy < 0) {
+            return -1;
+        }
+        if (!truthy && _PyType_Lookup(tp, st->s_copy) == NULL
+            && _PyType_Lookup(Py_TYPE(tp), st->s_copy) == NULL) {
+            p->shallow = FP_PLAIN;
+        }
+    }
+    else if (tp->tp_getattro == PyObject_GenericGetAttr
+             && !PyType_IsSubtype(tp, &PyType_Type)) {
+        PyObject *enum_dc = fc_enum_deepcopy(st);
+        if (enum_dc != NULL && _PyType_Lookup(tp, st->s_deepcopy) == enum_dc) {
+            if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
+                return -1;
+            }
+            if (e == NULL || e == Py_None) {
+                p->deep = FP_IDENTITY;
+            }
+            Py_XDECREF(e);
+        }
+    }
+    return 0;
+}
+
+FC_INLINE size_t
+fc_plan_slot(PyTypeObject *tp)
+{
+    uintptr_t h = (uintptr_t)tp >> 4;
+    return (size_t)((h ^ (h >> 9)) & (FC_PLAN_SLOTS - 1));
+}
+
+FC_INLINE int
+fc_plan_valid(FcState *st, FcPlan *p, PyTypeObject *tp)
+{
+    if (p->type != tp || p->gen != st->gen || p->tag == 0 || fc_type_tag(tp) != p->tag) {
+        return 0;
+    }
+    PyTypeObject *meta = Py_TYPE(tp);
+    return meta == &PyType_Type ? p->meta_tag == 0 : fc_type_tag(meta) == p->meta_tag;
+}
+
+static int
+fc_assign_tag(FcState *st, PyTypeObject *tp)
+{
+#if FC_PY312_PLUS
+    return PyUnstable_Type_AssignVersionTag(tp);
+#else
+    /* a method-cache lookup assigns a tag when the type can have one */
+    (void)_PyType_Lookup(tp, st->s_new);
+    return fc_type_tag(tp) != 0;
+#endif
+}
+
+/* The plan for tp: a cached one, or *tmp filled in when tp cannot be
+   cached (the caller then releases tmp->slotnames).
+   borrowed plan | NULL+exc */
+static FcPlan *
+fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
+{
+    FcPlan *p = &st->plans[fc_plan_slot(tp)];
+    if (FC_LIKELY(fc_plan_valid(st, p, tp))) {
+        return p;
+    }
+    if (fc_plan_compute(st, tp, tmp) < 0) {
+        Py_CLEAR(tmp->slotnames);
+        return NULL;
+    }
+    tmp->type = NULL;
+    /* tags are read after the computation: copyreg._slotnames may have just
+       set __slotnames__ on the class, which resets its tag */
+    PyTypeObject *meta = Py_TYPE(tp);
+    unsigned int meta_tag = 0;
+    if (meta != &PyType_Type) {
+        if (!fc_assign_tag(st, meta)) {
+            return tmp;
+        }
+        meta_tag = fc_type_tag(meta);
+    }
+    if (!fc_assign_tag(st, tp)) {
+        return tmp;
+    }
+    Py_CLEAR(p->type);
+    Py_CLEAR(p->slotnames);
+    *p = *tmp;
+    tmp->slotnames = NULL;
+    p->type = (PyTypeObject *)Py_NewRef(tp);
+    p->tag = fc_type_tag(tp);
+    p->meta_tag = meta_tag;
+    p->gen = st->gen;
+    return p;
+}
