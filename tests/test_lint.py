@@ -185,28 +185,59 @@ def check_recursion_guards(text, filename="<src>"):
     return problems
 
 
+# Calls that look like copiers by name but cannot run Python code.
+NEVER_PYTHON = re.compile(r"^fc_\w*(atomic|_check|_is_\w+|_exact|_kind)$")
+# PyDict_SetItem takes its own references to key and value before hashing the key.
+OWN_REFS = ("PyDict_SetItem",)
+
+
+def _first_risky_call(body):
+    for call in RUNS_PYTHON.finditer(body):
+        name = call.group(0).rstrip("( \t\n")
+        if NEVER_PYTHON.match(name) or name in OWN_REFS:
+            continue
+        return call, name
+    return None, None
+
+
 def check_dict_next(text, filename="<src>"):
-    """List of problems: PyDict_Next loop bodies calling Python without strong refs."""
+    """List of problems: PyDict_Next loops whose body calls Python with a borrowed key/value.
+
+    Two loop shapes: ``while (PyDict_Next(d, &pos, &k, &v)) { body }`` and a ``for (;;)`` whose
+    body holds ``if (!PyDict_Next(d, &pos, &k, &v)) break;``: the rest of the enclosing block is
+    then the loop body."""
     text = strip_c(text)
     problems = []
-    for m in re.finditer(r"\bwhile\s*\(\s*PyDict_Next\s*\(([^;{]*?)\)\s*\)\s*\{", text):
-        args = [a.strip().lstrip("&").strip() for a in m.group(1).split(",")]
+    for m in re.finditer(r"\bPyDict_Next\s*\(", text):
+        close = m.end()
+        depth = 1
+        while close < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[close], 0)
+            close += 1
+        args = [a.strip().lstrip("&").strip() for a in text[m.end():close - 1].split(",")]
         if len(args) != 4:
             continue
-        names = [a for a in args[2:] if re.fullmatch(r"\w+", a) and a != "NULL"]
-        body_start = m.end() - 1
-        body = text[body_start:_match_brace(text, body_start) + 1]
-        call = RUNS_PYTHON.search(body)
+        names = [a.split("->")[-1].split(".")[-1] for a in args[2:]]
+        names = [a for a in names if re.fullmatch(r"\w+", a) and a != "NULL"]
+        before = text[:m.start()]
+        if re.search(r"\bwhile\s*\(\s*$", before):
+            brace = text.index("{", close)
+            body = text[brace:_match_brace(text, brace) + 1]
+            body_start = brace
+        else:
+            body_start = close
+            body = text[close:_enclosing_block_end(text, close)]
+        call, name = _first_risky_call(body)
         if not call:
             continue
         head = body[:call.start()]
         for n in names:
-            held = re.search(r"\b(Py_X?INCREF\s*\(\s*%s\s*\)|Py_X?NewRef\s*\(\s*%s\s*\))" % (n, n),
-                             head)
+            held = re.search(r"\b(Py_X?INCREF\s*\(\s*%s\s*\)|Py_X?NewRef\s*\(\s*%s\s*\))"
+                             % (n, n), head)
             if not held:
                 line = text[:body_start + call.start()].count("\n") + 1
-                problems.append("%s:%d: PyDict_Next borrowed `%s` used across %s without a strong "
-                                "reference" % (filename, line, n, call.group(1)))
+                problems.append("%s:%d: PyDict_Next borrowed `%s` used across %s without a "
+                                "strong reference" % (filename, line, n, name))
     return problems
 
 
@@ -308,6 +339,27 @@ ok_dict(PyObject *d, PyObject *out)
     }
     return 0;
 }
+
+static int
+ok_forever(PyObject *x, PyObject *y, FcFrame *f)
+{
+    for (;;) {
+        PyObject *k, *v;
+        if (!PyDict_Next(x, &f->u.dict.pos, &k, &v)) {
+            break;
+        }
+        if (fc_deep_atomic(c, v) && fc_deep_atomic(c, k)) {
+            if (PyDict_SetItem(y, k, v) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        f->key = Py_NewRef(k);
+        f->val = Py_NewRef(v);
+        if (fc_deep_push(c, v) < 0) return -1;
+    }
+    return 0;
+}
 """
 
 BAD = r"""
@@ -355,6 +407,20 @@ bad_dict(PyObject *d, PyObject *out, FcCtx *ctx)
     }
     return 0;
 }
+
+static int
+bad_forever(PyObject *x, PyObject *y)
+{
+    Py_ssize_t pos = 0;
+    for (;;) {
+        PyObject *k, *v;
+        if (!PyDict_Next(x, &pos, &k, &v))
+            break;
+        if (PyObject_SetAttr(y, k, v) < 0)
+            return -1;
+    }
+    return 0;
+}
 """
 
 
@@ -369,11 +435,12 @@ class LintSelfTest(unittest.TestCase):
         names = sorted({p.split("(")[0].split()[-1] for p in problems})
         self.assertEqual(names, ["bad_goto", "bad_return", "bad_sibling"], problems)
         problems = check_dict_next(BAD)
-        self.assertEqual(len(problems), 2, problems)  # k and v
+        self.assertEqual(len(problems), 4, problems)  # k and v, twice
 
     def test_functions_found(self):
         names = [n for n, _, _ in functions(strip_c(GOOD))]
-        self.assertEqual(names, ["ok_simple", "ok_goto", "ok_branches", "ok_loop", "ok_dict"])
+        self.assertEqual(names, ["ok_simple", "ok_goto", "ok_branches", "ok_loop", "ok_dict",
+                                 "ok_forever"])
 
 
 if __name__ == "__main__":
