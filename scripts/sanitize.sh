@@ -10,6 +10,9 @@
 #
 # ASAN_OPTIONS has detect_leaks=0: CPython's own allocations are never freed at exit, by design.
 # PYTHONMALLOC=malloc routes the object allocator through malloc, so ASan sees every object.
+# Not detect_stack_use_after_return: its fake stack frames move the address of a local off the
+# thread's stack, and the core's stack-headroom check then reports RecursionError everywhere.
+# EXTRA_ASAN_OPTIONS=... appends options.
 set -euo pipefail
 
 PYTHON=${PYTHON:-python}
@@ -48,7 +51,7 @@ REPORTS="$TMP/reports"
 mkdir -p "$REPORTS"
 set +e
 LD_PRELOAD="$LIBASAN" \
-ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:log_path=$REPORTS/asan" \
+ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:strict_string_checks=1:check_initialization_order=1${EXTRA_ASAN_OPTIONS:+:$EXTRA_ASAN_OPTIONS}:log_path=$REPORTS/asan" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$REPORTS/ubsan" \
 PYTHONMALLOC=malloc PYTHONFAULTHANDLER=1 \
     "$PYTHON" -m pytest -q -p no:cacheprovider "${@:-tests}"
