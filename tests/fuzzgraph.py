@@ -21,11 +21,15 @@ import copy
 import dataclasses
 import enum
 import math
+import os
 import random
 import sys
 import threading
 import types
 import weakref
+
+MEMO_MODES = {None if m == "none" else m for m in
+              os.environ.get("FASTCOPY_FUZZ_MEMO", "none,empty,seeded").split(",")}
 
 # The implementation under test; hooks of mode "impl" recurse through it (hooks of mode
 # "stdlib" always recurse through copy.deepcopy, which mixes the two on one memo).
@@ -692,6 +696,8 @@ def run_case(seed, impl, size=None):
         return ["generator is not deterministic for seed %d" % seed]
     rng = random.Random(seed ^ 0x5EED)
     memo_mode = rng.choice([None, None, "empty", "seeded"])
+    if memo_mode not in MEMO_MODES:  # FASTCOPY_FUZZ_MEMO=none,empty to leave one out
+        memo_mode = None
     seed_index = rng.randrange(len(src_a)) if memo_mode == "seeded" else None
 
     def memo(src):
