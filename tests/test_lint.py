@@ -97,24 +97,33 @@ def _statement_end(text, i):
 
 
 def _enter_failure_span(body, pos):
-    """If the Enter at pos is the condition of an ``if``, the span of the statement it guards."""
-    before = body[:pos]
-    m = re.search(r"\bif\s*\(\s*(?:FC_UNLIKELY\s*\(\s*)?$", before)
-    if not m:
-        return None
+    """If the Enter at pos sits in an ``if`` condition (``if (Py_Enter...(...))``,
+    ``if (check() < 0 || Py_Enter...(...))``, ``if (FC_UNLIKELY(Py_Enter...(...)))``), the span
+    of the statement that condition guards; else None."""
     depth = 0
     j = pos
-    open_at = m.end() - 1
-    depth = before[open_at:].count("(") - before[open_at:].count(")")
-    while j < len(body):
-        if body[j] == "(":
+    while j > 0:
+        j -= 1
+        c = body[j]
+        if c == ")":
             depth += 1
-        elif body[j] == ")":
-            depth -= 1
-            if depth == 0:
-                break
-        j += 1
-    return (j + 1, _statement_end(body, j + 1))
+        elif c == "(":
+            if depth:
+                depth -= 1
+                continue
+            # an unclosed '(' around the Enter: the if's own, or a macro's inside it
+            if re.search(r"\bif\s*$", body[:j]):
+                close = j
+                d = 0
+                while close < len(body):
+                    d += {"(": 1, ")": -1}.get(body[close], 0)
+                    if d == 0:
+                        break
+                    close += 1
+                return (close + 1, _statement_end(body, close + 1))
+        elif c in ";{}":
+            return None
+    return None
 
 
 def _enclosing_block_end(body, pos):
@@ -296,7 +305,7 @@ error:
 static int
 ok_branches(PyObject *x)
 {
-    if (Py_EnterRecursiveCall("")) return -1;
+    if (fc_stack_check() < 0 || FC_UNLIKELY(Py_EnterRecursiveCall(""))) return -1;
     if (x) {
         Py_LeaveRecursiveCall();
         return 1;
@@ -388,7 +397,10 @@ bad_sibling(PyObject *x)
 static int
 bad_goto(PyObject *x)
 {
-    if (Py_EnterRecursiveCall("")) return -1;
+    if (fc_stack_check() < 0 || Py_EnterRecursiveCall("")) {
+        fc_ctx_fini(&c);
+        return -1;
+    }
     if (x == NULL) goto error;
     Py_LeaveRecursiveCall();
     return 0;
