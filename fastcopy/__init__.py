@@ -9,10 +9,16 @@ import contextlib as _contextlib
 import copy as _copy
 import sys as _sys
 
-from . import _fastcopy
-from ._fastcopy import copy, deepcopy
+try:
+    from . import _fastcopy
+except ImportError as _e:  # never a silent slow fallback
+    raise ImportError(
+        "fastcopy's C extension (fastcopy._fastcopy) is not built or not "
+        "importable: install with `python -m pip install -e .` or build in "
+        "place with `python setup.py build_ext --inplace` (%s)" % (_e,)) from _e
+from ._fastcopy import copy, cowdict, deepcopy, replicate
 
-__all__ = ["Error", "error", "copy", "deepcopy", "patch", "unpatch",
+__all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "patch", "unpatch",
            "patched", "is_patched"]
 __version__ = "0.1.0"
 

@@ -5,8 +5,13 @@
  */
 #include "fastcopy.h"
 #include "memo.c"
+#include "buffers.c"
+#include "numpy.c"
+#include "torch.c"
+#include "buffers_dispatch.c"
 #include "plan.c"
 #include "deepcopy.c"
 #include "select.c"
 #include "copy.c"
+#include "cowdict.c"
 #include "module.c"

@@ -182,7 +182,7 @@ fc_copy(FcState *st, PyObject *x)
         return y;
     }
     Py_XDECREF(copier);
-    PyObject *rv = fc_reduce(st, x, 0);
+    PyObject *rv = fc_reduce(st, x, 0, 0);
     if (rv == NULL) {
         return NULL;
     }

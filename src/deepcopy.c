@@ -326,11 +326,12 @@ fc_append(FcState *st, PyObject *y, PyObject *item)
        else x.__reduce_ex__(4), else x.__reduce__(), else Error.
    new ref | NULL+exc */
 static PyObject *
-fc_reduce(FcState *st, PyObject *x, int deep)
+fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
 {
     PyTypeObject *tp = Py_TYPE(x);
-    PyObject *reductor, *rv;
-    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
+    PyObject *reductor = NULL, *rv;
+    if (!(gflags & FG_NO_REDUCTOR)
+        && fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
         return NULL;
     }
     if (reductor != NULL) {
@@ -442,6 +443,17 @@ fc_recon_free(FcRecon *r)
     PyMem_Free(r);
 }
 
+static void fc_frame_release(FcFrame *f);
+
+/* Pop the top frame. */
+FC_INLINE void
+fc_pop(FcCtx *c)
+{
+    FcFrame *f = &c->frames[--c->nframes];
+    c->hook_depth -= f->hooked;
+    fc_frame_release(f);
+}
+
 static void
 fc_frame_release(FcFrame *f)
 {
@@ -511,16 +523,19 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     while (f->u.list.i < PyList_GET_SIZE(x)) {
         PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
         f->u.list.i++;
-        if (native && fc_deep_atomic(c, item)) {
-            if (PyList_Append(y, item) < 0) {
-                return -1;
+        if (native) {
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            if (v != NULL) {
+                if (PyList_Append(y, v) < 0) {
+                    return -1;
+                }
+                continue;
             }
-            continue;
         }
         *out = Py_NewRef(item);
         return 1;
     }
-    if (fc_memo_finish(c, x, y) < 0) {
+    if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -565,24 +580,33 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
         }
-        if (native && fc_deep_atomic(c, v)) {
-            if (fc_deep_atomic(c, k)) {
-                if (PyDict_SetItem(y, k, v) < 0) {
-                    return -1;
+        if (native) {
+            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
+            if (cv != NULL) {
+                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(&c->native, k);
+                if (ck != NULL) {
+                    Py_INCREF(ck);
+                    Py_INCREF(cv);
+                    int r = PyDict_SetItem(y, ck, cv);
+                    Py_DECREF(ck);
+                    Py_DECREF(cv);
+                    if (r < 0) {
+                        return -1;
+                    }
+                    continue;
                 }
-                continue;
+                f->u.dict.val = Py_NewRef(cv);
+                f->phase = D_KEY;
+                *out = Py_NewRef(k);
+                return 1;
             }
-            f->u.dict.val = Py_NewRef(v);
-            f->phase = D_KEY;
-            *out = Py_NewRef(k);
-            return 1;
         }
         f->u.dict.key = Py_NewRef(k);
         f->phase = D_VAL;
         *out = Py_NewRef(v);
         return 1;
     }
-    if (fc_memo_finish(c, x, y) < 0) {
+    if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -629,6 +653,8 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(item);
         return 1;
     }
+    /* (memo hits go through the walker: the item-identity bookkeeping
+       above is in one place) */
     PyObject *hit;
     int r = fc_memo_getitem(c, x, &hit);
     if (r < 0) {
@@ -793,7 +819,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
     }
 done:
-    if (fc_memo_finish(c, f->x, f->y) < 0) {
+    if (fc_memo_finish_stored(c, f->x, f->y) < 0) {
         return -1;
     }
     *out = Py_NewRef(f->y);
@@ -966,6 +992,28 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     if (r <= 0) {
         return NULL;
     }
+    if (c->mode != FC_MEMO_NATIVE) {
+        /* the memo is visible: _reconstruct's deepcopy(cls, memo) lookup is
+           observable (a pre-seeded entry for the class changes the result),
+           so rebuild through copyreg.__newobj__ with the arg copied by the
+           walker, as the stdlib does */
+        PyObject *args = PyTuple_Pack(1, (PyObject *)tp);
+        if (args == NULL) {
+            Py_DECREF(state);
+            return NULL;
+        }
+        if (state == Py_None) {
+            Py_CLEAR(state);
+        }
+        PyObject *res = fc_push_recon(c, x, Py_NewRef(c->st->copyreg_newobj), args,
+                                      state, NULL, NULL, NULL);
+        if (res == FC_PUSHED) {
+            FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
+            rc->ptype = tp;
+            rc->ptag = tag;
+        }
+        return res;
+    }
     /* copyreg.__newobj__(cls) == object.__new__(cls) */
     y = tp->tp_new(tp, c->st->empty_tuple, NULL);
     if (y == NULL || fc_memo_store(c, x, y) < 0) {
@@ -989,13 +1037,14 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
-fc_deep_generic(FcCtx *c, PyObject *x)
+fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *copier = NULL, *y = NULL;
 
-    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
+    if (!(gflags & FG_NO_DEEP_DISPATCH)
+        && fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
@@ -1012,7 +1061,7 @@ fc_deep_generic(FcCtx *c, PyObject *x)
     if (PyType_IsSubtype(tp, &PyType_Type)) {
         return Py_NewRef(x);
     }
-    if (fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
+    if (!(gflags & FG_NO_DEEPCOPY_HOOK) && fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
@@ -1026,7 +1075,7 @@ fc_deep_generic(FcCtx *c, PyObject *x)
     }
     Py_CLEAR(copier);
 
-    PyObject *rv = fc_reduce(st, x, 1);
+    PyObject *rv = fc_reduce(st, x, 1, gflags);
     if (rv == NULL) {
         return NULL;
     }
@@ -1043,11 +1092,24 @@ fc_deep_generic(FcCtx *c, PyObject *x)
         Py_DECREF(rv);
         goto finish;
     }
+    /* this object's copy runs user code (its reduce, its func, maybe
+       __setstate__); a chain of such objects recursing through them must
+       end in RecursionError as in the stdlib, not grow without bound */
+    if (c->hook_depth >= Py_GetRecursionLimit()) {
+        Py_DECREF(rv);
+        PyErr_SetString(PyExc_RecursionError,
+                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
+        return NULL;
+    }
     PyObject *res = fc_push_recon(c, x, fc_rv_item(rv, 0),
                                   Py_NewRef(PyTuple_GET_ITEM(rv, 1)),
                                   fc_rv_item(rv, 2), fc_rv_item(rv, 3),
                                   fc_rv_item(rv, 4), NULL);
     Py_DECREF(rv);
+    if (res == FC_PUSHED) {
+        c->frames[c->nframes - 1].hooked = 1;
+        c->hook_depth++;
+    }
     return res;
 
 finish:
@@ -1064,6 +1126,7 @@ finish:
 /* Is x to be shared rather than copied (deepcopy(share=...))?
    1 | 0 | -1+exc */
 static int fc_share_match(FcCtx *c, PyObject *x);
+static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
 
 /* One deepcopy(x, memo) step: a finished copy, or a pushed frame.
    new ref | FC_PUSHED | NULL+exc */
@@ -1084,6 +1147,24 @@ fc_enter(FcCtx *c, PyObject *x)
     if (r != 0) {
         return r > 0 ? y : NULL;
     }
+    return fc_enter_dispatch(c, x);
+}
+
+/* deepcopy(x) after its memo lookup missed.
+   new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter_dispatch(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    PyTypeObject *tp = Py_TYPE(x);
+    int k = fc_kind(tp);
+    uint32_t bit = FK_BIT(k) & st->deep_ok;
+    PyObject *y;
+    int r;
+
+    if (bit & FC_DEEP_ATOMIC) {
+        return Py_NewRef(x);
+    }
     if (c->share != NULL) {
         r = fc_share_match(c, x);
         if (r != 0) {
@@ -1093,18 +1174,63 @@ fc_enter(FcCtx *c, PyObject *x)
     if (bit) {
         FcFrame *f;
         switch (k) {
-        case FK_LIST:
-            y = PyList_New(0);
+        case FK_LIST: {
+            /* Allocate for the whole list; while the memo is native no
+               Python code runs in this loop, and the list's size always
+               counts the filled items only, so it is a valid list at every
+               point.  All atomic: the copy is done. */
+            Py_ssize_t i = 0, n = PyList_GET_SIZE(x);
+            y = PyList_New(n);
             if (y == NULL) {
                 return NULL;
+            }
+            if (c->mode == FC_MEMO_NATIVE) {
+                for (; i < n; i++) {
+                    PyObject *item = PyList_GET_ITEM(x, i);
+                    if (!fc_deep_atomic(c, item)) {
+                        break;
+                    }
+                    PyList_SET_ITEM(y, i, Py_NewRef(item));
+                }
+            }
+            Py_SET_SIZE(y, i);
+            if (i == n && c->mode == FC_MEMO_NATIVE) {
+                if (fc_memo_finish(c, x, y) < 0) {
+                    Py_DECREF(y);
+                    return NULL;
+                }
+                return y;
             }
             if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_LIST, x, y)) == NULL) {
                 Py_DECREF(y);
                 return NULL;
             }
             Py_DECREF(y);
+            f->u.list.i = i;
             return FC_PUSHED;
+        }
         case FK_DICT:
+            if (c->mode == FC_MEMO_NATIVE) {
+                /* all keys and values atomic: dict.copy() builds the same
+                   dict (same items, same order) and no Python code runs */
+                Py_ssize_t pos = 0;
+                PyObject *k2, *v2;
+                int all = 1;
+                while (PyDict_Next(x, &pos, &k2, &v2)) {
+                    if (!fc_deep_atomic(c, v2) || !fc_deep_atomic(c, k2)) {
+                        all = 0;
+                        break;
+                    }
+                }
+                if (all) {
+                    y = PyDict_Copy(x);
+                    if (y == NULL || fc_memo_finish(c, x, y) < 0) {
+                        Py_XDECREF(y);
+                        return NULL;
+                    }
+                    return y;
+                }
+            }
             y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
             if (y == NULL) {
                 return NULL;
@@ -1139,14 +1265,19 @@ fc_enter(FcCtx *c, PyObject *x)
             break;
         }
     }
+    int gflags = 0;
     if (k == FK_OTHER && !PyType_Check(x)) {
         FcPlan tmp, *p = fc_plan_get(st, tp, &tmp);
         if (p == NULL) {
             return NULL;
         }
+        gflags = p->gflags;
         PyObject *res = NULL;
         if (p->deep == FP_PLAIN) {
             res = fc_deep_plain(c, x, p);
+        }
+        else if (p->deep == FP_BUFFER) {
+            res = fc_buffer_deep(c, x, p->buffer);
         }
         else if (p->deep == FP_IDENTITY) {
             /* enum.Enum.__deepcopy__: return self (no memo entry) */
@@ -1171,16 +1302,37 @@ fc_enter(FcCtx *c, PyObject *x)
             return res;
         }
     }
-    return fc_deep_generic(c, x);
+    return fc_deep_generic(c, x, gflags);
 }
 
 /* Deep-copy x with the call's context: the one loop.
    new ref | NULL+exc */
+static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
+static PyObject *fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res);
+
+/* fc_walk() for a top-level x whose memo lookup the caller already did. */
+static PyObject *
+fc_walk_looked_up(FcCtx *c, PyObject *x)
+{
+    PyObject *res = fc_enter_dispatch(c, x);
+    if (res != FC_PUSHED) {
+        return res;
+    }
+    return fc_walk_from(c, c->nframes - 1, res);
+}
+
 static PyObject *
 fc_walk(FcCtx *c, PyObject *x)
 {
     Py_ssize_t base = c->nframes;
-    PyObject *res = fc_enter(c, x);
+    return fc_walk_from(c, base, fc_enter(c, x));
+}
+
+/* The loop: run frames above `base`, starting with res (the first step's
+   result or FC_PUSHED).  new ref | NULL+exc */
+static PyObject *
+fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res)
+{
     for (;;) {
         if (res == NULL) {
             goto error;
@@ -1198,7 +1350,7 @@ fc_walk(FcCtx *c, PyObject *x)
             goto error;
         }
         if (r == 0) {
-            fc_frame_release(&c->frames[--c->nframes]);
+            fc_pop(c);
             res = out;
             continue;
         }
@@ -1207,7 +1359,7 @@ fc_walk(FcCtx *c, PyObject *x)
     }
 error:
     while (c->nframes > base) {
-        fc_frame_release(&c->frames[--c->nframes]);
+        fc_pop(c);
     }
     return NULL;
 }
@@ -1271,13 +1423,14 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nframes = 0;
     c->capframes = FC_FRAMES_INLINE;
     c->share = NULL;
+    c->hook_depth = 0;
 }
 
 FC_INLINE void
 fc_ctx_fini(FcCtx *c)
 {
     while (c->nframes > 0) {
-        fc_frame_release(&c->frames[--c->nframes]);
+        fc_pop(c);
     }
     if (c->frames != c->small_frames) {
         PyMem_Free(c->frames);
@@ -1319,7 +1472,8 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
         fc_ctx_fini(&c);
         return NULL;
     }
-    y = fc_walk(&c, x);
+    /* with a caller's memo the lookup above was deepcopy()'s own */
+    y = c.mode == FC_MEMO_NATIVE ? fc_walk(&c, x) : fc_walk_looked_up(&c, x);
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
     return y;

@@ -127,6 +127,7 @@ enum {
     FP_GENERIC = 0,   /* the stdlib algorithm, step by step */
     FP_PLAIN,         /* default __reduce_ex__(4): __newobj__ + state */
     FP_IDENTITY,      /* __deepcopy__ is enum.Enum's `return self` */
+    FP_BUFFER,        /* numpy / torch: FcPlan.buffer says which (buffers.c) */
 };
 
 typedef struct {
@@ -137,8 +138,16 @@ typedef struct {
     uint8_t deep;             /* FP_* for deepcopy */
     uint8_t shallow;          /* FP_* for copy */
     uint8_t has_slots;        /* slotnames non-empty */
+    uint8_t buffer;           /* FB_* kind when deep == FP_BUFFER */
+    uint8_t gflags;           /* FG_*: steps of the generic road known empty */
     PyObject *slotnames;      /* strong list (may be empty) */
 } FcPlan;
+
+/* FcPlan.gflags: lookups of the generic road whose answer is known to be
+   "nothing" for every instance of the type (while the plan is valid). */
+#define FG_NO_DEEP_DISPATCH  0x01   /* _deepcopy_dispatch.get(cls) is None */
+#define FG_NO_DEEPCOPY_HOOK  0x02   /* getattr(x, "__deepcopy__") fails */
+#define FG_NO_REDUCTOR       0x04   /* copyreg.dispatch_table.get(cls) is None */
 
 #define FC_PLAN_SLOTS 256
 
@@ -198,6 +207,14 @@ typedef struct {
 
     PyObject *cowdict_type;        /* set by cowdict.c */
 
+    /* numpy (numpy.c): found through sys.modules when first met */
+    PyObject *np_ndarray;          /* numpy.ndarray, strong, or NULL */
+    int np_checked;
+    /* torch (torch.c): found through sys.modules when first met */
+    PyObject *torch_tensor;        /* torch.Tensor, strong, or NULL */
+    PyObject *torch_parameter;     /* torch.nn.Parameter, strong, or NULL */
+    int torch_checked;
+
     FcPlan plans[FC_PLAN_SLOTS];
 } FcState;
 
@@ -221,6 +238,7 @@ typedef struct {
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
     FcMemoEntry small[FC_MEMO_INLINE];
+    PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;
 
 /* ------------------------------------------------------------------ */
@@ -242,6 +260,7 @@ typedef struct {
     } u;
     uint8_t kind;
     uint8_t phase;
+    uint8_t hooked;     /* counted in FcCtx.hook_depth */
 } FcFrame;
 
 #define FC_FRAMES_INLINE 4
@@ -255,8 +274,14 @@ typedef struct {
     FcFrame *frames;
     Py_ssize_t nframes, capframes;
     PyObject *share;          /* share= type/tuple/predicate or NULL */
+    Py_ssize_t hook_depth;    /* frames on the stack that run user code */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
+
+/* The walker's entry points, for parts compiled before deepcopy.c
+   (numpy.c, torch.c): deep-copy x within the running call (same memo,
+   same work stack).  new ref | NULL+exc */
+static PyObject *fc_walk(FcCtx *c, PyObject *x);
 
 /* A unique non-object pointer: "a frame was pushed, no result yet". */
 static char fc_pushed_marker;

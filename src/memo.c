@@ -56,8 +56,9 @@ fc_memo_init(FcMemo *m)
     m->cap = FC_MEMO_INLINE;
     m->index = NULL;
     m->mask = 0;
-    m->keep = NULL;
-    m->nkeep = m->capkeep = 0;
+    m->keep = m->small_keep;
+    m->nkeep = 0;
+    m->capkeep = FC_MEMO_INLINE;
     m->keep_pos = -1;
 }
 
@@ -73,8 +74,12 @@ fc_memo_clear(FcMemo *m)
     if (m->entries != m->small) {
         PyMem_Free(m->entries);
     }
-    PyMem_Free(m->index);
-    PyMem_Free(m->keep);
+    if (m->index != NULL) {
+        PyMem_Free(m->index);
+    }
+    if (m->keep != m->small_keep) {
+        PyMem_Free(m->keep);
+    }
     fc_memo_init(m);
 }
 
@@ -137,10 +142,11 @@ fc_memo_get(FcMemo *m, PyObject *key)
 }
 
 /* memo[id(key)] = value (value borrowed, a new reference is taken).
-   0 | -1+exc */
+   One probe: the slot where the key is, or where it goes.  0 | -1+exc */
 static int
 fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
 {
+    size_t j = 0;
     if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
@@ -151,7 +157,7 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     }
     else {
         size_t mask = (size_t)m->mask;
-        size_t j = fc_memo_hash(key) & mask;
+        j = fc_memo_hash(key) & mask;
         for (;;) {
             int32_t e = m->index[j];
             if (e < 0) {
@@ -190,27 +196,16 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     Py_ssize_t pos = m->n++;
     m->entries[pos].key = key;
     m->entries[pos].value = Py_NewRef(value);
-    if (m->mask == 0) {
-        if (m->n > FC_MEMO_INLINE && fc_memo_reindex(m, m->cap) < 0) {
-            m->n--;
-            Py_DECREF(m->entries[pos].value);
-            return -1;
-        }
+    if (m->mask != 0 && m->n * 2 <= m->mask) {
+        m->index[j] = (int32_t)pos;      /* the free slot found above */
+        return 0;
     }
-    else if (m->n * 2 > m->mask) {
+    if (m->mask != 0 || m->n > FC_MEMO_INLINE) {
         if (fc_memo_reindex(m, m->cap) < 0) {
             m->n--;
             Py_DECREF(m->entries[pos].value);
             return -1;
         }
-    }
-    else {
-        size_t mask = (size_t)m->mask;
-        size_t j = fc_memo_hash(key) & mask;
-        while (m->index[j] >= 0) {
-            j = (j + 1) & mask;
-        }
-        m->index[j] = (int32_t)pos;
     }
     return 0;
 }
@@ -223,8 +218,17 @@ fc_memo_keep(FcMemo *m, PyObject *x)
         m->keep_pos = m->n;
     }
     if (m->nkeep == m->capkeep) {
-        Py_ssize_t ncap = m->capkeep ? m->capkeep * 2 : 16;
-        PyObject **nk = PyMem_Realloc(m->keep, sizeof(PyObject *) * (size_t)ncap);
+        Py_ssize_t ncap = m->capkeep * 2;
+        PyObject **nk;
+        if (m->keep == m->small_keep) {
+            nk = PyMem_Malloc(sizeof(PyObject *) * (size_t)ncap);
+            if (nk != NULL) {
+                memcpy(nk, m->small_keep, sizeof(PyObject *) * (size_t)m->nkeep);
+            }
+        }
+        else {
+            nk = PyMem_Realloc(m->keep, sizeof(PyObject *) * (size_t)ncap);
+        }
         if (nk == NULL) {
             PyErr_NoMemory();
             return -1;
@@ -482,4 +486,18 @@ fc_memo_finish(FcCtx *c, PyObject *x, PyObject *y)
         return -1;
     }
     return fc_memo_keep_alive(c, x);
+}
+
+/* The same, for a copier that already stored memo[id(x)] = y before
+   copying the children (list, dict, _reconstruct): a native memo cannot
+   have changed since (no Python code holds it), so only the keep-alive is
+   left.  0 | -1+exc */
+FC_INLINE int
+fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE) && y != x) {
+        FC_ASSERT(fc_memo_get(&c->native, x) == y);
+        return fc_memo_keep(&c->native, x);
+    }
+    return fc_memo_finish(c, x, y);
 }

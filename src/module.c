@@ -14,7 +14,8 @@
     X(s_setstate) X(s_dict) X(s_update) X(s_append) X(s_items) X(s_get) \
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
-    X(py_deepcopy) X(cowdict_type)
+    X(py_deepcopy) X(cowdict_type) X(np_ndarray) X(torch_tensor) \
+    X(torch_parameter)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)
@@ -118,26 +119,19 @@ fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         memo = o[1];
         nil = o[2];
         share = (o[3] == Py_None) ? NULL : o[3];
-        if (share != NULL && !PyType_Check(share) && !PyCallable_Check(share)) {
-            int ok = PyTuple_Check(share);
-            for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(share); i++) {
-                ok = PyType_Check(PyTuple_GET_ITEM(share, i));
-            }
-            if (!ok) {
-                PyErr_Format(PyExc_TypeError,
-                             "share must be a type, a tuple of types or a "
-                             "callable, not %.200s", Py_TYPE(share)->tp_name);
-                return NULL;
-            }
+        if (share != NULL && fc_check_share(share) < 0) {
+            return NULL;
         }
     }
     return fc_deepcopy(st, x, memo, nil, share);
 }
 
 PyDoc_STRVAR(fc_copy_doc,
-"copy(x)\n--\n\n"
+"copy(x, *, deep=None)\n--\n\n"
 "Shallow copy operation on arbitrary Python objects: the same result as\n"
-"copy.copy(x) on this interpreter, computed in C.");
+"copy.copy(x) on this interpreter, computed in C.\n\n"
+"deep: paths (dotted strings or tuples of steps) of fields to deep-copy\n"
+"inside the shallow copy, sharing one memo; see fastcopy._select.");
 
 static PyObject *
 fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -149,12 +143,59 @@ fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         x = args[0];
     }
     else {
-        static const char *const names[] = {"x"};
-        if (fc_parse("copy", args, nargs, kwnames, names, 1, 1, 1, &x) < 0) {
+        static const char *const names[] = {"x", "deep"};
+        PyObject *o[2];
+        if (fc_parse("copy", args, nargs, kwnames, names, 2, 1, 1, o) < 0) {
             return NULL;
+        }
+        x = o[0];
+        if (o[1] != NULL && o[1] != Py_None) {
+            /* selective copying: path handling lives in fastcopy/_select.py */
+            PyObject *mod = PyImport_ImportModule("fastcopy._select");
+            if (mod == NULL) {
+                return NULL;
+            }
+            PyObject *res = PyObject_CallMethod(mod, "copy_paths", "OO", x, o[1]);
+            Py_DECREF(mod);
+            return res;
         }
     }
     return fc_copy(st, x);
+}
+
+PyDoc_STRVAR(fc_replicate_doc,
+"replicate(x, n, *, share=None)\n--\n\n"
+"A list of n independent deep copies of x: the same as\n"
+"[deepcopy(x, share=share) for _ in range(n)], made in one call.");
+
+static PyObject *
+fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    FcState *st = fc_state(module);
+    static const char *const names[] = {"x", "n", "share"};
+    PyObject *o[3];
+    if (fc_parse("replicate", args, nargs, kwnames, names, 3, 2, 2, o) < 0) {
+        return NULL;
+    }
+    PyObject *share = (o[2] == Py_None) ? NULL : o[2];
+    if (share != NULL && fc_check_share(share) < 0) {
+        return NULL;
+    }
+    if (!PyLong_Check(o[1]) || PyBool_Check(o[1])) {
+        PyErr_Format(PyExc_TypeError, "n must be an int, not %.200s",
+                     Py_TYPE(o[1])->tp_name);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(o[1]);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be >= 0");
+        return NULL;
+    }
+    return fc_replicate(st, o[0], n, share);
 }
 
 PyDoc_STRVAR(fc_sysinfo_doc,
@@ -198,6 +239,8 @@ static PyMethodDef fc_methods[] = {
      METH_FASTCALL | METH_KEYWORDS, fc_deepcopy_doc},
     {"copy", (PyCFunction)(void (*)(void))fc_py_copy,
      METH_FASTCALL | METH_KEYWORDS, fc_copy_doc},
+    {"replicate", (PyCFunction)(void (*)(void))fc_py_replicate,
+     METH_FASTCALL | METH_KEYWORDS, fc_replicate_doc},
     {"_sysinfo", fc_py_sysinfo, METH_NOARGS, fc_sysinfo_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -357,14 +400,16 @@ fc_exec(PyObject *module)
     st->dict_getter = ((PyGetSetDescrObject *)v)->d_getset->get;
     Py_CLEAR(probe);
 
-    /* _reconstruct(x, memo, *rv, deepcopy=...) as the stdlib spells it, so
-       malformed reduce values raise the stdlib's own errors */
+    /* _reconstruct(x, memo, *rv) exactly as the stdlib calls it, so
+       malformed reduce values raise the stdlib's own errors (its recursion
+       uses copy.deepcopy, which is fastcopy while patched; either way the
+       memo is the same dict) */
     ns = PyDict_New();
     if (ns == NULL || PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) < 0) {
         goto error;
     }
     v = PyRun_String("def _reconstruct_via(r, x, memo, rv, deepcopy):\n"
-                     "    return r(x, memo, *rv, deepcopy=deepcopy)\n",
+                     "    return r(x, memo, *rv)\n",
                      Py_file_input, ns, ns);
     if (v == NULL) {
         goto error;

@@ -375,7 +375,42 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     p->deep = FP_GENERIC;
     p->shallow = FP_GENERIC;
     p->has_slots = 0;
+    p->buffer = 0;
+    p->gflags = 0;
     p->slotnames = NULL;
+
+    int b = fc_buffer_kind(st, tp);
+    if (b < 0) {
+        return -1;
+    }
+    if (b > 0) {
+        p->deep = FP_BUFFER;
+        p->buffer = (uint8_t)b;
+        return 0;
+    }
+
+    /* what the generic road may skip: no entry in the stdlib's tables, and
+       no __deepcopy__ reachable through a plain getattr (no instance dict
+       that could shadow it, no __getattr__) */
+    PyObject *e0;
+    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e0) < 0) {
+        return -1;
+    }
+    if (e0 == NULL || e0 == Py_None) {
+        p->gflags |= FG_NO_DEEP_DISPATCH;
+    }
+    Py_XDECREF(e0);
+    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &e0) < 0) {
+        return -1;
+    }
+    if (e0 == NULL || e0 == Py_None) {
+        p->gflags |= FG_NO_REDUCTOR;
+    }
+    Py_XDECREF(e0);
+    if (tp->tp_getattro == PyObject_GenericGetAttr && tp->tp_dictoffset == 0
+        && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
+        p->gflags |= FG_NO_DEEPCOPY_HOOK;
+    }
 
     PyObject *names = NULL;
     int plain = fc_plan_plain_common(st, tp, &names);

@@ -1,0 +1,274 @@
+"""``python -m fastcopy``: time copy.deepcopy against fastcopy (and copium, pickle) in one process.
+
+fastcopy itself is imported inside :func:`main`, after argument parsing, so ``--help`` and
+``--list`` work on a checkout whose C core is not built yet.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import _bench
+
+_IMPL_ORDER = ("stdlib", "fastcopy", "copium", "pickle")
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="python -m fastcopy",
+        description="Benchmark fastcopy against the stdlib copy module on built-in workloads. "
+                    "Each workload is timed in this process, implementations interleaved, "
+                    "medians reported; ratios are 'x faster than the stdlib' from the same run.")
+    p.add_argument("-w", "--workload", action="append", metavar="NAME", default=None,
+                   help="workload name or glob (repeatable); default: all deepcopy workloads")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--copy", action="store_true",
+                   help="also run the copy.copy workloads (default: deepcopy only)")
+    p.add_argument("--size", choices=_bench.SIZES, default=None,
+                   help="payload size for every workload (default: each workload's reference "
+                        "size: the exact pyperformance payloads, medium for the rest; "
+                        "small with --quick)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 3 short repeats, small payloads unless --size is given")
+    p.add_argument("--repeats", type=int, default=None, metavar="N",
+                   help="samples per implementation (default 11, 3 with --quick)")
+    p.add_argument("--no-gc", action="store_true",
+                   help="disable the cyclic GC while sampling, as timeit does (default: "
+                        "enabled, as in pyperformance)")
+    p.add_argument("--clock", choices=sorted(_bench.CLOCKS), default="wall",
+                   help="wall: time.perf_counter (default, as pyperf/timeit); cpu: "
+                        "time.process_time, steadier on a busy shared machine")
+    p.add_argument("--no-pickle", action="store_true",
+                   help="leave out the pickle.loads(pickle.dumps(x, 5)) column")
+    p.add_argument("--no-copium", action="store_true",
+                   help="leave out copium even when it is importable")
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart of the speedups "
+                                                  "(needs matplotlib)")
+    return p
+
+
+def _fmt_ratio(r):
+    return "-" if r is None else "%.2fx" % r
+
+
+def _param(p):
+    return "x".join(map(str, p)) if isinstance(p, tuple) else str(p)
+
+
+def _list(out):
+    width = max(len(w.name) for w in _bench.WORKLOADS)
+    for w in _bench.WORKLOADS:
+        sizes = " ".join("%s%s=%s" % ("*" if s == w.reference else "", s, _param(w.sizes[s]))
+                         for s in _bench.SIZES)
+        print("%-*s  %-8s  %s" % (width, w.name, w.kind, w.description), file=out)
+        print("%-*s            sizes: %s" % (width, "", sizes), file=out)
+    print("(* = reference size, used when --size is not given)", file=out)
+
+
+class _Progress:
+    """One status line on stderr: rewritten in place on a terminal, one line per step otherwise
+    only at workload granularity, so logs stay short."""
+
+    def __init__(self, stream, total):
+        self.stream, self.total, self.index = stream, total, 0
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.last_len = 0
+
+    def start(self, name):
+        self.index += 1
+        if not self.tty:
+            print("[%d/%d] %s" % (self.index, self.total, name), file=self.stream, flush=True)
+
+    def __call__(self, msg):
+        if self.tty:
+            line = "[%d/%d] %s" % (self.index, self.total, msg)
+            pad = max(0, self.last_len - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            self.stream.flush()
+            self.last_len = len(line)
+
+    def done(self):
+        if self.tty and self.last_len:
+            self.stream.write("\r" + " " * self.last_len + "\r")
+            self.stream.flush()
+
+
+def _table(results, impls, out):
+    headers = ["workload", "size"]
+    for name in impls:
+        headers.append(_bench.IMPL_LABELS["deepcopy"].get(name, name)
+                       if name != "stdlib" else "stdlib")
+    rows = []
+    for res in results:
+        row = [res.workload.name, res.size]
+        for name in impls:
+            if name in res.errors:
+                row.append("error")
+            elif name not in res.times:
+                row.append("-")
+            elif name == "stdlib":
+                row.append(_bench.fmt_time(res.times[name]))
+            else:
+                row.append("%s %7s" % (_bench.fmt_time(res.times[name]), _fmt_ratio(res.ratio(name))))
+        rows.append(row)
+    gm = ["geometric mean", ""]
+    for name in impls:
+        g = _bench.geomean(r.ratio(name) for r in results) if name != "stdlib" else None
+        gm.append("" if name == "stdlib" else _fmt_ratio(g))
+    rows.append(gm)
+    widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
+    line = "  ".join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
+                     for i, h in enumerate(headers))
+    print(line, file=out)
+    print("-" * len(line), file=out)
+    for k, r in enumerate(rows):
+        if k == len(rows) - 1:
+            print("-" * len(line), file=out)
+        print("  ".join(str(c).ljust(widths[i]) if i < 2 else str(c).rjust(widths[i])
+                        for i, c in enumerate(r)), file=out)
+    errors = [(r.workload.name, n, e) for r in results for n, e in r.errors.items()]
+    for wname, n, e in errors:
+        print("error: %s on %s: %s" % (n, wname, e), file=out)
+
+
+def _version(mod):
+    v = getattr(mod, "__version__", None)
+    if v is None:
+        try:
+            from importlib.metadata import version
+            v = version(mod.__name__)
+        except Exception:                               # noqa: BLE001 - informational only
+            v = "?"
+    return v
+
+
+def _import_matplotlib():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def _plot(plt, results, impls, path, title):
+    others = [n for n in impls if n != "stdlib"]
+    names = ["%s[%s]" % (r.workload.name, r.size) for r in results]
+    fig_h = max(3.0, 0.2 * len(results) * max(1, len(others)) + 1.5)
+    fig, ax = plt.subplots(figsize=(9, fig_h))
+    bar_h = 0.8 / max(1, len(others))
+    for j, name in enumerate(others):
+        vals = [r.ratio(name) or 0.0 for r in results]
+        ys = [i + (j - (len(others) - 1) / 2) * bar_h for i in range(len(results))]
+        ax.barh(ys, vals, height=bar_h, label=_bench.IMPL_LABELS["deepcopy"].get(name, name))
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(results)))
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("speedup over the stdlib (x faster, log scale; 1 = stdlib)")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None, out=None, err=None):
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+
+    if args.list:
+        _list(out)
+        return 0
+
+    try:
+        workloads = _bench.select(args.workload, include_copy=args.copy)
+    except KeyError as exc:
+        print("python -m fastcopy: no workload matches %s (see --list)" % exc, file=err)
+        return 2
+
+    plt = None
+    if args.plot:
+        plt = _import_matplotlib()
+        if plt is None:
+            print("python -m fastcopy: --plot needs matplotlib (pip install matplotlib)",
+                  file=err)
+            return 2
+
+    try:
+        import fastcopy
+        fastcopy.deepcopy, fastcopy.copy
+    except (ImportError, AttributeError) as exc:
+        print("python -m fastcopy: fastcopy is not importable (%s); build it with "
+              "'python setup.py build_ext --inplace'" % exc, file=err)
+        return 2
+    copium = None
+    if not args.no_copium:
+        try:
+            import copium
+        except ImportError:
+            copium = None
+
+    size = args.size or ("small" if args.quick else None)
+    repeats = args.repeats or (3 if args.quick else 11)
+    target = 0.002 if args.quick else 0.01
+
+    # patch() retargets copy.deepcopy's own code object, so a patched stdlib baseline would
+    # time fastcopy against itself: unpatch for the run, restore afterwards.
+    was_patched = getattr(fastcopy, "is_patched", lambda: False)()
+    if was_patched:
+        fastcopy.unpatch()
+        print("python -m fastcopy: copy module was patched; unpatched for this run", file=err)
+    progress = _Progress(err, len(workloads))
+    results = []
+    t_start = time.perf_counter()
+    try:
+        for w in workloads:
+            progress.start(w.name)
+            impls = _bench.implementations(w.kind, fastcopy, copium,
+                                           with_pickle=not args.no_pickle)
+            results.append(_bench.run_workload(w, impls, size=size, repeats=repeats,
+                                               target=target, collect=not args.no_gc,
+                                               clock=args.clock,
+                                               progress=progress))
+    finally:
+        progress.done()
+        if was_patched:
+            fastcopy.patch()
+    wall = time.perf_counter() - t_start
+
+    info = _bench.python_info()
+    header = "fastcopy %s | %s %s | %s | %d repeats, median per op, %s clock, gc %s | %.1f s" % (
+        getattr(fastcopy, "__version__", "?"), info["implementation"], info["python"],
+        info["platform"], repeats, args.clock, "off" if args.no_gc else "on", wall)
+    if copium is not None:
+        header += " | copium %s" % _version(copium)
+    print(header, file=out)
+    impl_cols = [n for n in _IMPL_ORDER if any(n in r.times or n in r.errors for r in results)]
+    _table(results, impl_cols, out)
+
+    if args.json:
+        doc = {
+            "meta": dict(info, fastcopy=getattr(fastcopy, "__version__", None),
+                         fastcopy_file=getattr(fastcopy, "__file__", None),
+                         copium=(_version(copium) if copium else None),
+                         repeats=repeats, target_s=target, size=size, quick=args.quick,
+                         gc=not args.no_gc, clock=args.clock,
+                         wall_s=wall, cpu_count=os.cpu_count()),
+            "results": [r.as_dict() for r in results],
+        }
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+    if plt is not None:
+        _plot(plt, results, impl_cols, args.plot,
+              "fastcopy speedups, %s %s" % (info["implementation"], info["python"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Selective copying: ``fastcopy.copy(x, deep=paths)``.
+
+The result is ``copy.copy(x)`` in which each field named by a path is
+replaced by its deep copy.  Every object along a path is shallow-copied (so
+the source is never modified), its other fields stay shared, and all the
+fields deep-copied by one call share one memo, so aliasing between them is
+kept.
+
+A path is a dotted string (``"optimizer.state"``) or a tuple of steps
+(``("layers", 0, "weight")``).  A step is resolved against the object it is
+applied to: a key for a mapping, an index for a list or tuple (a decimal
+component of a dotted string counts as an index), an attribute otherwise
+(instance ``__dict__``, ``__slots__``, dataclass fields).
+
+All paths are resolved against the source before anything is built, so a
+missing field raises AttributeError / KeyError / IndexError naming the whole
+path, with nothing half-done anywhere.
+"""
+from collections.abc import Mapping, MutableMapping
+
+from . import _fastcopy
+
+
+class _Node:
+    __slots__ = ("children", "leaf")
+
+    def __init__(self):
+        self.children = {}   # step -> _Node, in first-seen order
+        self.leaf = False
+
+
+def _render(path):
+    return ".".join(str(s) for s in path)
+
+
+def _parse(paths):
+    if isinstance(paths, (str, tuple)):
+        paths = [paths]
+    try:
+        items = list(paths)
+    except TypeError:
+        raise TypeError("deep= must be an iterable of paths (strings or tuples), "
+                        "not %s" % type(paths).__name__) from None
+    parsed = []
+    for p in items:
+        if isinstance(p, str):
+            if not p or any(not part for part in p.split(".")):
+                raise ValueError("malformed path %r: empty component" % (p,))
+            steps = tuple(int(s) if s.isdecimal() else s for s in p.split("."))
+            dotted = True
+        elif isinstance(p, tuple):
+            if not p:
+                raise ValueError("malformed path (): a path needs at least one step")
+            steps = p
+            dotted = False
+        else:
+            raise TypeError("a path must be a dotted string or a tuple of steps, "
+                            "not %s" % type(p).__name__)
+        parsed.append((steps, dotted, p))
+    return parsed
+
+
+def _is_sequence(obj):
+    return isinstance(obj, (list, tuple))
+
+
+def _get(obj, step, dotted, path, upto):
+    """The child of obj named by step, resolved as documented above."""
+    where = _render(path[:upto + 1])
+    if isinstance(obj, Mapping):
+        key = step
+        if dotted and isinstance(step, int) and step not in obj and str(step) in obj:
+            key = str(step)
+        try:
+            return key, obj[key]
+        except KeyError:
+            raise KeyError("%s (in path %r)" % (where, _render(path))) from None
+    if _is_sequence(obj) and isinstance(step, int):
+        try:
+            obj[step]
+        except IndexError:
+            raise IndexError("index %d out of range at %s (in path %r)"
+                             % (step, where, _render(path))) from None
+        return step, obj[step]
+    name = str(step) if dotted else step
+    if not isinstance(name, str):
+        raise TypeError("step %r at %s: %s is not a mapping or sequence, and an "
+                        "attribute name must be a string"
+                        % (step, where, type(obj).__name__))
+    try:
+        return name, getattr(obj, name)
+    except AttributeError:
+        raise AttributeError("%r object has no attribute %r (at %s in path %r)"
+                             % (type(obj).__name__, name, where, _render(path))) from None
+
+
+def _set(parent_copy, key, value, kind):
+    """Put value into the fresh shallow copy parent_copy."""
+    if kind == "item":
+        parent_copy[key] = value
+    else:
+        try:
+            setattr(parent_copy, key, value)
+        except AttributeError:
+            # frozen dataclasses and the like: the copy is ours and fresh
+            object.__setattr__(parent_copy, key, value)
+
+
+def copy_paths(x, deep):
+    parsed = _parse(deep)
+    root = _Node()
+    # Resolve every path against the source first: errors leave nothing built.
+    resolved = {}          # id(trie node) -> (key, kind, source child)
+    for steps, dotted, original in parsed:
+        node, obj = root, x
+        for i, step in enumerate(steps):
+            key, child = _get(obj, step, dotted, steps, i)
+            kind = "item" if (isinstance(obj, Mapping) or
+                              (_is_sequence(obj) and isinstance(key, int))) else "attr"
+            node = node.children.setdefault(key, _Node())
+            resolved[id(node)] = (key, kind, child)
+            obj = child
+        node.leaf = True
+
+    # Deep-copy every leaf in one call, so they share one memo.
+    leaves = []
+
+    def collect(node):
+        for child in node.children.values():
+            if child.leaf:
+                leaves.append(resolved[id(child)][2])
+            else:
+                collect(child)
+
+    collect(root)
+    copies = _fastcopy.deepcopy(leaves) if leaves else []
+    it = iter(copies)
+
+    def build(src, node):
+        if isinstance(src, tuple):
+            items = list(src)
+            target = items
+        else:
+            y = _fastcopy.copy(src)
+            if y is src:
+                raise TypeError("cannot replace a field of %s: copy.copy() returns "
+                                "the object itself" % type(src).__name__)
+            if isinstance(y, Mapping) and not isinstance(y, MutableMapping):
+                raise TypeError("cannot replace a key of an immutable mapping %s"
+                                % type(src).__name__)
+            target = y
+        for child in node.children.values():
+            key, kind, value = resolved[id(child)]
+            new = next(it) if child.leaf else build(value, child)
+            _set(target, key, new, "item" if kind == "item" else "attr")
+        if isinstance(src, tuple):
+            if type(src) is tuple:
+                return tuple(items)
+            if hasattr(src, "_make"):      # namedtuple
+                return src._make(items)
+            raise TypeError("cannot rebuild a %s along a path" % type(src).__name__)
+        return target
+
+    # Leaves are collected and consumed in the same (trie) order.
+    return build(x, root) if root.children else _fastcopy.copy(x)

@@ -1,0 +1,184 @@
+"""Tests of ``python -m fastcopy`` and the shared workload module (no timings are asserted).
+
+Runnable under pytest and plain unittest.  Each test runs one tiny workload at most.
+"""
+import copy
+import importlib.util
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+from fastcopy import _bench
+from fastcopy.__main__ import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
+# one cheap workload of each kind
+DEEP = "pyperf_deepcopy_reduce"
+SHALLOW = "copy_dict"
+
+
+def run_main(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    rc = main(list(argv), out=out, err=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+class TestList(unittest.TestCase):
+    def test_list_names_every_workload(self):
+        rc, out, _ = run_main("--list")
+        self.assertEqual(rc, 0)
+        for w in _bench.WORKLOADS:
+            self.assertIn(w.name, out)
+
+    def test_module_entry_point(self):
+        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--list"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("pyperf_deepcopy_memo", proc.stdout)
+
+    def test_help(self):
+        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--help"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for opt in ("--workload", "--list", "--json", "--copy", "--size", "--quick", "--plot"):
+            self.assertIn(opt, proc.stdout)
+
+
+class TestSelect(unittest.TestCase):
+    def test_glob(self):
+        names = [w.name for w in _bench.select(["pyperf_*"])]
+        self.assertEqual(names, ["pyperf_deepcopy", "pyperf_deepcopy_reduce",
+                                 "pyperf_deepcopy_memo"])
+
+    def test_default_excludes_copy_unless_asked(self):
+        kinds = {w.kind for w in _bench.select()}
+        self.assertEqual(kinds, {"deepcopy"})
+        kinds = {w.kind for w in _bench.select(include_copy=True)}
+        self.assertEqual(kinds, {"deepcopy", "copy"})
+
+    def test_unknown_workload_is_an_error(self):
+        rc, out, err = run_main("-w", "no_such_workload", "--quick")
+        self.assertEqual(rc, 2)
+        self.assertIn("no_such_workload", err)
+
+    def test_every_workload_has_three_sizes(self):
+        for w in _bench.WORKLOADS:
+            self.assertEqual(set(w.sizes), set(_bench.SIZES), w.name)
+            self.assertIn(w.reference, _bench.SIZES)
+
+
+class TestRun(unittest.TestCase):
+    def _run_json(self, *argv):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.json")
+            rc, out, err = run_main("--quick", "--json", path, *argv)
+            self.assertEqual(rc, 0, err)
+            with open(path) as f:
+                return json.load(f), out, err
+
+    def test_quick_deepcopy_json(self):
+        doc, out, err = self._run_json("-w", DEEP)
+        self.assertIn(DEEP, out)
+        self.assertIn("geometric mean", out)
+        self.assertIn(DEEP, err)                      # the progress line
+        self.assertEqual(set(doc), {"meta", "results"})
+        for key in ("python", "platform", "fastcopy", "repeats", "size", "wall_s"):
+            self.assertIn(key, doc["meta"])
+        (res,) = doc["results"]
+        for key in ("workload", "kind", "size", "times", "ratios", "samples", "loops",
+                    "errors", "calls_per_op"):
+            self.assertIn(key, res)
+        self.assertEqual(res["workload"], DEEP)
+        self.assertEqual(res["kind"], "deepcopy")
+        self.assertEqual(res["size"], "small")
+        for impl in ("stdlib", "fastcopy", "pickle"):
+            self.assertGreater(res["times"][impl], 0)
+        self.assertNotIn("stdlib", res["ratios"])
+        self.assertGreater(res["ratios"]["fastcopy"], 0)
+        self.assertEqual(res["errors"], {})
+
+    def test_quick_shallow_json_has_no_pickle(self):
+        doc, _, _ = self._run_json("-w", SHALLOW, "--no-copium", "--clock", "cpu")
+        self.assertEqual(doc["meta"]["clock"], "cpu")
+        (res,) = doc["results"]
+        self.assertEqual(res["kind"], "copy")
+        self.assertEqual(set(res["times"]), {"stdlib", "fastcopy"})
+
+    def test_patched_stdlib_is_unpatched_for_the_run(self):
+        import fastcopy
+        with fastcopy.patched():
+            doc, _, err = self._run_json("-w", DEEP, "--no-copium", "--no-pickle")
+            self.assertTrue(fastcopy.is_patched())
+        self.assertFalse(fastcopy.is_patched())
+        self.assertIn("unpatched", err)
+        self.assertEqual(set(doc["results"][0]["times"]), {"stdlib", "fastcopy"})
+
+    @unittest.skipIf(HAVE_MPL, "matplotlib is installed")
+    def test_plot_without_matplotlib_is_a_clear_error(self):
+        self._assert_plot_refused()
+
+    def test_plot_refused_when_matplotlib_import_fails(self):
+        with mock.patch.dict(sys.modules, {"matplotlib": None, "matplotlib.pyplot": None}):
+            self._assert_plot_refused()
+
+    def _assert_plot_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "speedups.png")
+            rc, out, err = run_main("--quick", "-w", DEEP, "--plot", path)
+            self.assertEqual(rc, 2)
+            self.assertIn("matplotlib", err)
+            self.assertEqual(out, "")                 # refused before benchmarking
+            self.assertFalse(os.path.exists(path))
+
+    @unittest.skipUnless(HAVE_MPL, "needs matplotlib")
+    def test_plot_writes_png(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "speedups.png")
+            rc, _, err = run_main("--quick", "-w", DEEP, "--plot", path)
+            self.assertEqual(rc, 0, err)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+class TestPayloads(unittest.TestCase):
+    """The timed payloads are copied to the same shape (values and aliasing) as the stdlib:
+    pickle's memo encodes sharing, so equal dumps mean equal structure."""
+
+    def test_small_payloads_match_stdlib(self):
+        import fastcopy
+        for w in _bench.WORKLOADS:
+            payload, each = w.build("small")
+            items = payload if each else [payload]
+            fn = getattr(fastcopy, "deepcopy" if w.kind == "deepcopy" else "copy")
+            ref = getattr(copy, "deepcopy" if w.kind == "deepcopy" else "copy")
+            for x in items[:50]:
+                with self.subTest(workload=w.name):
+                    self.assertEqual(pickle.dumps(fn(x), 5), pickle.dumps(ref(x), 5))
+
+    def test_pyperf_payloads_are_exact(self):
+        payload, each = _bench.get("pyperf_deepcopy").build("small")
+        self.assertTrue(each)
+        self.assertEqual(len(payload), 60)
+        self.assertTrue(all(x is payload[0] for x in payload[:30]))
+        self.assertEqual(payload[0], {"list": [1, 2, 3, 43], "t": (1, 2, 3), "str": "hello",
+                                      "subdict": {"a": True}})
+        self.assertEqual([(d.string, d.lst, d.boolean) for d in payload[30:32]],
+                         [("red", [0, 2, 3], True), ("red", [0, 2, 3], False)])
+        data, _ = _bench.get("pyperf_deepcopy_memo").build("small")
+        a = data["a"][0]
+        self.assertEqual(a, [1] * 100)
+        self.assertTrue(all(x is a for x in data["a"] + tuple(data["b"])))
+        self.assertEqual(len(data["b"]), 100)
+        c, _ = _bench.get("pyperf_deepcopy_reduce").build("small")
+        self.assertEqual(vars(c), {"a": 1, "b": 2})
+
+
+if __name__ == "__main__":
+    unittest.main()
