@@ -28,6 +28,14 @@ if [ ! -e "$LIBASAN" ]; then
     exit 2
 fi
 
+# Third-party C++ extensions (matplotlib's ft2font, torch) throw C++ exceptions: ASan's
+# __cxa_throw interceptor needs libstdc++ loaded with it, not dlopen'ed later.
+PRELOAD="$LIBASAN"
+LIBSTDCXX=$(gcc -print-file-name=libstdc++.so)
+if [ -e "$LIBSTDCXX" ]; then
+    PRELOAD="$PRELOAD $LIBSTDCXX"
+fi
+
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fastcopy-san.XXXXXX")
 if [ -z "${KEEP:-}" ]; then
     trap 'rm -rf "$TMP"' EXIT
@@ -50,7 +58,7 @@ built=$(date +%s)
 REPORTS="$TMP/reports"
 mkdir -p "$REPORTS"
 set +e
-LD_PRELOAD="$LIBASAN" \
+LD_PRELOAD="$PRELOAD" \
 ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:strict_string_checks=1:check_initialization_order=1${EXTRA_ASAN_OPTIONS:+:$EXTRA_ASAN_OPTIONS}:log_path=$REPORTS/asan" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$REPORTS/ubsan" \
 PYTHONMALLOC=malloc PYTHONFAULTHANDLER=1 \
@@ -62,7 +70,7 @@ end=$(date +%s)
 reports=$(find "$REPORTS" -type f | wc -l)
 echo "sanitize.sh: build $((built - start)) s, tests $((end - built)) s, pytest rc=$rc, sanitizer reports: $reports"
 if [ "$reports" != "0" ]; then
-    for f in "$REPORTS"/*; do echo "== $f"; head -60 "$f"; done >&2
+    for f in "$REPORTS"/*; do echo "== $f"; head -150 "$f"; done >&2
     exit 1
 fi
 exit "$rc"
