@@ -589,9 +589,14 @@ fc_dict_demote(FcFrame *f)
         return -1;
     }
     while (PyDict_Next(y, &pos, &k, &v)) {
-        if (i++ >= f->u.dict.done && PyList_Append(drop, k) < 0) {
-            Py_DECREF(drop);
-            return -1;
+        if (i++ >= f->u.dict.done) {
+            Py_INCREF(k);
+            int r = PyList_Append(drop, k);
+            Py_DECREF(k);
+            if (r < 0) {
+                Py_DECREF(drop);
+                return -1;
+            }
         }
     }
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(drop); j++) {
@@ -1561,8 +1566,8 @@ static _Thread_local uintptr_t fc_stack_lo;   /* lowest usable address */
 static int
 fc_stack_check(void)
 {
-    char here;
-    uintptr_t sp = (uintptr_t)&here;
+    /* the frame address, not a local's: ASan's fake stacks move locals */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     if (FC_UNLIKELY(fc_stack_lo == 0)) {
         pthread_attr_t attr;
         void *addr;
