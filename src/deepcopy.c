@@ -578,7 +578,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 static int
 fc_dict_demote(FcFrame *f)
 {
-    PyObject *y = f->y, *k, *v, *drop;
+    PyObject *y = f->y, *k, *drop;
     Py_ssize_t pos = 0, i = 0, n = PyDict_GET_SIZE(y) - f->u.dict.done;
     f->prefill = 0;
     if (n <= 0) {
@@ -588,7 +588,7 @@ fc_dict_demote(FcFrame *f)
     if (drop == NULL) {
         return -1;
     }
-    while (PyDict_Next(y, &pos, &k, &v)) {
+    while (PyDict_Next(y, &pos, &k, NULL)) {
         if (i++ >= f->u.dict.done) {
             Py_INCREF(k);
             int r = PyList_Append(drop, k);
