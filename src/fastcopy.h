@@ -70,6 +70,17 @@ fc_dict_getref(PyObject *d, PyObject *key, PyObject **res)
 #endif
 }
 
+/* A code object's bytecode as bytes.  new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_code_bytes(PyCodeObject *co)
+{
+#if FC_PY311_PLUS
+    return PyCode_GetCode(co);
+#else
+    return Py_NewRef(co->co_code);
+#endif
+}
+
 /* A type's own __dict__ (static builtin types keep it per interpreter on
    3.12+).  new ref */
 FC_INLINE PyObject *

@@ -244,6 +244,58 @@ fc_watch_fini(FcState *st)
 /* Plans                                                               */
 /* ------------------------------------------------------------------ */
 
+/* getattr(sys.modules[modname], attr), never importing the module.
+   new ref | NULL (not loaded, or no such attribute; no exception) */
+static PyObject *
+fc_loaded_attr(const char *modname, const char *attr)
+{
+    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
+    PyObject *mod = mods ? PyDict_GetItemString(mods, modname) : NULL;
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *v = PyObject_GetAttrString(mod, attr);
+    if (v == NULL) {
+        PyErr_Clear();
+    }
+    return v;
+}
+
+/* Does f do nothing but `return <first argument>` (two arguments)?  Its
+   code is compared with such a function compiled here, by this interpreter.
+   1 | 0 */
+static int
+fc_is_return_self(PyObject *f)
+{
+    if (!PyFunction_Check(f)) {
+        return 0;
+    }
+    PyObject *ns = PyDict_New();
+    if (ns == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int same = 0;
+    PyObject *r = PyRun_String("def _f(self, memo):\n    return self\n",
+                               Py_file_input, ns, ns);
+    PyObject *ref = r ? PyDict_GetItemString(ns, "_f") : NULL;
+    if (ref != NULL && PyFunction_Check(ref)) {
+        PyCodeObject *a = (PyCodeObject *)PyFunction_GET_CODE(f);
+        PyCodeObject *b = (PyCodeObject *)PyFunction_GET_CODE(ref);
+        PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
+        same = ca != NULL && cb != NULL && a->co_argcount == 2
+               && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
+               && PyObject_RichCompareBool(a->co_consts, b->co_consts, Py_EQ) == 1
+               && PyTuple_GET_SIZE(a->co_names) == 0;
+        Py_XDECREF(ca);
+        Py_XDECREF(cb);
+    }
+    Py_XDECREF(r);
+    Py_DECREF(ns);
+    PyErr_Clear();
+    return same;
+}
+
 /* enum.Enum.__deepcopy__ is `return self` (3.11+); found lazily through
    sys.modules, never by importing enum ourselves. */
 static PyObject *
@@ -252,25 +304,15 @@ fc_enum_deepcopy(FcState *st)
     if (st->enum_deepcopy != NULL || st->enum_checked) {
         return st->enum_deepcopy;
     }
-    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
-    PyObject *mod = mods ? PyDict_GetItemString(mods, "enum") : NULL;
-    if (mod == NULL) {
+    PyObject *Enum = fc_loaded_attr("enum", "Enum");
+    if (Enum == NULL) {
         return NULL;
     }
     st->enum_checked = 1;
-    PyObject *Enum = PyObject_GetAttrString(mod, "Enum");
-    if (Enum == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
     if (PyType_Check(Enum)) {
         PyObject *f = _PyType_Lookup((PyTypeObject *)Enum, st->s_deepcopy);
-        if (f != NULL && PyFunction_Check(f)) {
-            /* only the stdlib's one-liner: code of the form `return self` */
-            PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
-            if (co->co_argcount == 2) {
-                st->enum_deepcopy = Py_NewRef(f);
-            }
+        if (f != NULL && fc_is_return_self(f)) {
+            st->enum_deepcopy = Py_NewRef(f);
         }
     }
     Py_DECREF(Enum);
@@ -286,16 +328,13 @@ fc_nt_getnewargs_code(FcState *st)
     if (st->nt_getnewargs_code != NULL || st->nt_checked) {
         return st->nt_getnewargs_code;
     }
-    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
-    PyObject *mod = mods ? PyDict_GetItemString(mods, "collections") : NULL;
-    if (mod == NULL) {
+    PyObject *nt = fc_loaded_attr("collections", "namedtuple");
+    if (nt == NULL) {
         return NULL;
     }
     st->nt_checked = 1;
-    PyObject *nt = PyObject_GetAttrString(mod, "namedtuple");
-    if (nt == NULL || !PyFunction_Check(nt)) {
-        PyErr_Clear();
-        Py_XDECREF(nt);
+    if (!PyFunction_Check(nt)) {
+        Py_DECREF(nt);
         return NULL;
     }
     PyObject *consts = ((PyCodeObject *)PyFunction_GET_CODE(nt))->co_consts;
