@@ -261,8 +261,17 @@ fc_apply_state(FcState *st, PyObject *y, PyObject *state, int no_setstate)
             return -1;
         }
         if (r > 0) {
-            Py_DECREF(meth);
-            PyObject *v = PyObject_CallMethodOneArg(y, st->s_setstate, state);
+            PyObject *v;
+            if (Py_TYPE(y)->tp_getattro == PyObject_GenericGetAttr) {
+                /* hasattr() then y.__setstate__: with the generic getattr the
+                   second lookup finds the same thing, unobservably */
+                v = PyObject_CallOneArg(meth, state);
+                Py_DECREF(meth);
+            }
+            else {
+                Py_DECREF(meth);
+                v = PyObject_CallMethodOneArg(y, st->s_setstate, state);
+            }
             if (v == NULL) {
                 return -1;
             }
@@ -361,6 +370,21 @@ fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
             return rv;
         }
         Py_DECREF(reductor);
+    }
+    if (gflags & FG_REDUCE_ONLY) {
+        /* unless the instance dict shadows __reduce_ex__, this is what
+           object.__reduce_ex__(4) ends up calling */
+        PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
+        int shadow = 0;
+        if (dp != NULL && *dp != NULL) {
+            shadow = PyDict_Check(*dp) ? PyDict_Contains(*dp, st->s_reduce_ex) : 1;
+            if (shadow < 0) {
+                return NULL;
+            }
+        }
+        if (!shadow) {
+            return PyObject_CallMethodNoArgs(x, st->s_reduce);
+        }
     }
     int r = fc_lookup_attr(x, st->s_reduce_ex, &reductor);
     if (r < 0) {

@@ -182,6 +182,9 @@ typedef struct {
 #define FG_NO_DEEP_DISPATCH  0x01   /* _deepcopy_dispatch.get(cls) is None */
 #define FG_NO_DEEPCOPY_HOOK  0x02   /* getattr(x, "__deepcopy__") fails */
 #define FG_NO_REDUCTOR       0x04   /* copyreg.dispatch_table.get(cls) is None */
+#define FG_REDUCE_ONLY       0x08   /* object's __reduce_ex__ and an overriding
+                                       __reduce__, plain getattr: the reduce
+                                       value is x.__reduce__() */
 
 #define FC_PLAN_SLOTS 256
 
@@ -289,7 +292,7 @@ typedef struct {
 typedef struct {
     FcMemoEntry *entries;         /* insertion order */
     Py_ssize_t n, cap;
-    int32_t *index;               /* open addressing into entries, -1 empty */
+    int32_t *index;               /* open addressing: entry position + 1, 0 empty */
     Py_ssize_t mask;              /* index size - 1; 0 = no index yet */
     PyObject **keep;              /* keep-alive originals, strong, in order */
     Py_ssize_t nkeep, capkeep;

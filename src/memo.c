@@ -95,19 +95,20 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
         PyErr_NoMemory();
         return -1;
     }
-    int32_t *idx = PyMem_Malloc(sizeof(int32_t) * (size_t)size);
+    /* slots hold position + 1, so a zeroed table is an empty one and big
+       tables come from calloc's already-zero pages */
+    int32_t *idx = PyMem_Calloc((size_t)size, sizeof(int32_t));
     if (idx == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    memset(idx, 0xff, sizeof(int32_t) * (size_t)size);
     size_t mask = (size_t)size - 1;
     for (Py_ssize_t i = 0; i < m->n; i++) {
         size_t j = fc_memo_hash(m->entries[i].key) & mask;
-        while (idx[j] >= 0) {
+        while (idx[j] != 0) {
             j = (j + 1) & mask;
         }
-        idx[j] = (int32_t)i;
+        idx[j] = (int32_t)(i + 1);
     }
     PyMem_Free(m->index);
     m->index = idx;
@@ -131,11 +132,11 @@ fc_memo_get(FcMemo *m, PyObject *key)
     size_t j = fc_memo_hash(key) & mask;
     for (;;) {
         int32_t e = m->index[j];
-        if (e < 0) {
+        if (e == 0) {
             return NULL;
         }
-        if (m->entries[e].key == key) {
-            return m->entries[e].value;
+        if (m->entries[e - 1].key == key) {
+            return m->entries[e - 1].value;
         }
         j = (j + 1) & mask;
     }
@@ -160,11 +161,11 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         j = fc_memo_hash(key) & mask;
         for (;;) {
             int32_t e = m->index[j];
-            if (e < 0) {
+            if (e == 0) {
                 break;
             }
-            if (m->entries[e].key == key) {
-                Py_SETREF(m->entries[e].value, Py_NewRef(value));
+            if (m->entries[e - 1].key == key) {
+                Py_SETREF(m->entries[e - 1].value, Py_NewRef(value));
                 return 0;
             }
             j = (j + 1) & mask;
@@ -197,7 +198,7 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     m->entries[pos].key = key;
     m->entries[pos].value = Py_NewRef(value);
     if (m->mask != 0 && m->n * 2 <= m->mask) {
-        m->index[j] = (int32_t)pos;      /* the free slot found above */
+        m->index[j] = (int32_t)(pos + 1);   /* the free slot found above */
         return 0;
     }
     if (m->mask != 0 || m->n > FC_MEMO_INLINE) {

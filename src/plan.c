@@ -524,6 +524,19 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         p->gflags |= FG_NO_DEEPCOPY_HOOK;
     }
 
+    /* object.__reduce_ex__(4) on a class that overrides only __reduce__
+       does getattr(x, "__reduce__")() after comparing type(x).__reduce__
+       with object's; with plain getattr on the class and its metaclass the
+       comparison is known here */
+    if (tp->tp_getattro == PyObject_GenericGetAttr
+        && Py_TYPE(tp)->tp_getattro == PyType_Type.tp_getattro
+        && _PyType_Lookup(tp, st->s_reduce_ex) == st->obj_reduce_ex) {
+        PyObject *red = _PyType_Lookup(tp, st->s_reduce);
+        if (red != NULL && red != st->obj_reduce) {
+            p->gflags |= FG_REDUCE_ONLY;
+        }
+    }
+
     /* a copier registered in copy._deepcopy_dispatch comes first, also
        for the types the buffer backends know */
     if (p->gflags & FG_NO_DEEP_DISPATCH) {
