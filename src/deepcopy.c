@@ -1420,15 +1420,19 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
                 /* every item atomic or already copied: no child is copied,
                    so nothing can memoize x meanwhile -- the tuple is done */
                 Py_ssize_t i, n = PyTuple_GET_SIZE(x);
+                PyObject *seen[8];     /* small tuples: each item looked up once */
                 int same = 1;
                 for (i = 0; i < n; i++) {
-                    PyObject *item = PyTuple_GET_ITEM(x, i);
+                    PyObject *item = PyTuple_GET_ITEM(x, i), *v = item;
                     if (!fc_deep_atomic(c, item)) {
-                        PyObject *hit = fc_memo_get(&c->native, item);
-                        if (hit == NULL) {
+                        v = fc_memo_get(&c->native, item);
+                        if (v == NULL) {
                             break;
                         }
-                        same &= hit == item;
+                        same &= v == item;
+                    }
+                    if (i < 8) {
+                        seen[i] = v;
                     }
                 }
                 if (i == n) {
@@ -1441,7 +1445,8 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
                     }
                     for (i = 0; i < n; i++) {
                         PyObject *item = PyTuple_GET_ITEM(x, i);
-                        PyObject *v = fc_deep_atomic(c, item) ? item
+                        PyObject *v = i < 8 ? seen[i]
+                                      : fc_deep_atomic(c, item) ? item
                                       : fc_memo_get(&c->native, item);
                         PyTuple_SET_ITEM(y, i, Py_NewRef(v));
                     }
