@@ -4,8 +4,13 @@ Switches, by environment variable:
   FASTCOPY_DEBUG=1     asserts on, -O0 -g
   FASTCOPY_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer
   FASTCOPY_WERROR=1    warnings are errors (CI)
+  FASTCOPY_NUMPY=0     build without the numpy fast path even if numpy is there
   FASTCOPY_CUDA=0      build fastcopy._cuda without the CUDA-header ABI check
   FASTCOPY_CUDA=1      require the CUDA headers for that check (fail if absent)
+
+numpy is optional at build time too: its headers are located without
+importing it; without them (or without numpy >= 2.0 headers) the core is
+built without the numpy fast path and arrays take their own __deepcopy__.
 
 fastcopy._cuda (cuda/*.c) is plain C and always builds: it dlopen()s the
 driver at run time.  When cuda.h is found ($CUDA_HOME/include or
@@ -13,6 +18,7 @@ driver at run time.  When cuda.h is found ($CUDA_HOME/include or
 hand-declared driver ABI against the real headers at compile time.
 """
 import glob
+import importlib.util
 import os
 
 from setuptools import Extension, setup
@@ -41,12 +47,44 @@ if _on("FASTCOPY_SANITIZE"):
 if _on("FASTCOPY_WERROR"):
     cflags.append("-Werror")
 
+
+def _numpy_include():
+    """numpy's C headers, found without importing numpy; None when absent.
+
+    Only numpy >= 2.0 headers qualify: built against them with
+    NPY_TARGET_VERSION=NPY_1_22_API_VERSION the module runs with any
+    numpy >= 1.22 (the C API is imported lazily, at the first array).
+    """
+    if os.environ.get("FASTCOPY_NUMPY", "1") in ("0", ""):
+        return None
+    try:
+        spec = importlib.util.find_spec("numpy")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        inc = os.path.join(root, "_core", "include")
+        if os.path.exists(os.path.join(inc, "numpy", "npy_2_compat.h")):
+            return inc
+    return None
+
+
+include_dirs = ["src"]
+core_macros = list(macros)
+np_inc = _numpy_include()
+if np_inc is not None:
+    include_dirs.append(np_inc)
+    core_macros += [("FC_HAVE_NUMPY", "1"),
+                    ("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION"),
+                    ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
+
 core = Extension(
     "fastcopy._fastcopy",
     sources=["src/_fastcopy.c"],
     depends=sorted(glob.glob("src/*.c") + glob.glob("src/*.h")),
-    include_dirs=["src"],
-    define_macros=macros,
+    include_dirs=include_dirs,
+    define_macros=core_macros,
     extra_compile_args=cflags,
     extra_link_args=ldflags,
 )
@@ -75,7 +113,6 @@ class build_py_autopatch(build_py):
     def get_outputs(self, include_bytecode=1):
         return super().get_outputs(include_bytecode) + [
             os.path.join(self.build_lib, name) for name in AUTOPATCH_FILES]
-
 
 def _cuda_extension():
     sources = ["cuda/_cuda.c"]

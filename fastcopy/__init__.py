@@ -18,11 +18,11 @@ except ImportError as _e:  # never a silent slow fallback
         "fastcopy's C extension (fastcopy._fastcopy) is not built or not "
         "importable: install with `python -m pip install -e .` or build in "
         "place with `python setup.py build_ext --inplace` (%s)" % (_e,)) from _e
-from ._fastcopy import copy, cowdict, deepcopy, replicate
+from ._fastcopy import (configure, copy, cowdict, deepcopy, replicate, trim)
 from ._snapshot import snapshot
 
 __all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "snapshot", "patch", "unpatch",
-           "patched", "is_patched"]
+           "patched", "is_patched", "configure", "trim", "backends"]
 __version__ = "0.1.0"
 
 #: The very class ``copy.Error``: ``except copy.Error`` catches fastcopy's errors.
@@ -119,3 +119,16 @@ def patched():
     finally:
         if not was:
             unpatch()
+
+
+def backends():
+    """What the buffer backends see and do: numpy (version, native path,
+    threads, pool), torch (version, when imported) and CUDA (driver found or
+    why not).  Imports nothing."""
+    info = _fastcopy.backends()
+    torch = _sys.modules.get("torch")
+    info["torch"] = {"version": getattr(torch, "__version__", None),
+                     "native": torch is not None}
+    from ._snapshot import _cuda_backend_info
+    info["cuda"] = _cuda_backend_info()
+    return info

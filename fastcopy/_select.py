@@ -117,6 +117,9 @@ def copy_paths(x, deep):
             key, child = _get(obj, step, dotted, steps, i)
             kind = "item" if (isinstance(obj, Mapping) or
                               (_is_sequence(obj) and isinstance(key, int))) else "attr"
+            fields = getattr(type(obj), "_fields", None)
+            if kind == "attr" and isinstance(obj, tuple) and fields and key in fields:
+                key, kind = fields.index(key), "item"      # a namedtuple field
             node = node.children.setdefault(key, _Node())
             resolved[id(node)] = (key, kind, child)
             obj = child

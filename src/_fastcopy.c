@@ -6,6 +6,7 @@
 #include "fastcopy.h"
 #include "memo.c"
 #include "buffers.c"
+#include "pool.c"
 #include "numpy.c"
 #include "torch.c"
 #include "buffers_dispatch.c"

@@ -431,6 +431,25 @@ fc_rv_item(PyObject *rv, Py_ssize_t i)
     return v == Py_None ? NULL : Py_NewRef(v);
 }
 
+/* func(*args) for a reduce value.  copyreg.__newobj__(cls, *args) is
+   `return cls.__new__(cls, *args)`: while it is the original (plain_ok),
+   do that directly instead of through a Python frame.  new ref | NULL+exc */
+static PyObject *
+fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args)
+{
+    if (func == st->copyreg_newobj && st->plain_ok && PyTuple_GET_SIZE(args) >= 1) {
+        PyObject *cls = PyTuple_GET_ITEM(args, 0);
+        PyObject *new = PyObject_GetAttr(cls, st->s_new);
+        if (new == NULL) {
+            return NULL;
+        }
+        PyObject *y = PyObject_Call(new, args, NULL);
+        Py_DECREF(new);
+        return y;
+    }
+    return PyObject_Call(func, args, NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* The work stack                                                      */
 /* ------------------------------------------------------------------ */
@@ -559,7 +578,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 static int
 fc_dict_demote(FcFrame *f)
 {
-    PyObject *y = f->y, *k, *v, *drop;
+    PyObject *y = f->y, *k, *drop;
     Py_ssize_t pos = 0, i = 0, n = PyDict_GET_SIZE(y) - f->u.dict.done;
     f->prefill = 0;
     if (n <= 0) {
@@ -569,10 +588,15 @@ fc_dict_demote(FcFrame *f)
     if (drop == NULL) {
         return -1;
     }
-    while (PyDict_Next(y, &pos, &k, &v)) {
-        if (i++ >= f->u.dict.done && PyList_Append(drop, k) < 0) {
-            Py_DECREF(drop);
-            return -1;
+    while (PyDict_Next(y, &pos, &k, NULL)) {
+        if (i++ >= f->u.dict.done) {
+            Py_INCREF(k);
+            int r = PyList_Append(drop, k);
+            Py_DECREF(k);
+            if (r < 0) {
+                Py_DECREF(drop);
+                return -1;
+            }
         }
     }
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(drop); j++) {
@@ -806,7 +830,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 *out = Py_NewRef(PyTuple_GET_ITEM(r->args, r->i));
                 return 1;
             }
-            f->y = PyObject_Call(r->func, r->newargs, NULL);
+            f->y = fc_call_reduce_func(st, r->func, r->newargs);
             if (f->y == NULL) {
                 return -1;
             }
@@ -1431,6 +1455,19 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
         else if (p->deep == FP_ODICT) {
             res = fc_deep_odict(c, x);
         }
+        else if (p->deep == FP_NAMEDTUPLE) {
+            /* the reduce value object.__reduce_ex__(4) returns, built here */
+            Py_ssize_t n = PyTuple_GET_SIZE(x);
+            PyObject *args = PyTuple_New(n + 1);
+            if (args != NULL) {
+                PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)tp));
+                for (Py_ssize_t i = 0; i < n; i++) {
+                    PyTuple_SET_ITEM(args, i + 1, Py_NewRef(PyTuple_GET_ITEM(x, i)));
+                }
+                res = fc_push_recon(c, x, Py_NewRef(st->copyreg_newobj), args,
+                                    NULL, NULL, NULL, NULL);
+            }
+        }
         else if (p->deep == FP_IDENTITY) {
             /* enum.Enum.__deepcopy__: return self (no memo entry) */
             PyObject **dp = _PyObject_GetDictPtr(x);
@@ -1529,8 +1566,8 @@ static _Thread_local uintptr_t fc_stack_lo;   /* lowest usable address */
 static int
 fc_stack_check(void)
 {
-    char here;
-    uintptr_t sp = (uintptr_t)&here;
+    /* the frame address, not a local's: ASan's fake stacks move locals */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     if (FC_UNLIKELY(fc_stack_lo == 0)) {
         pthread_attr_t attr;
         void *addr;

@@ -70,6 +70,17 @@ fc_dict_getref(PyObject *d, PyObject *key, PyObject **res)
 #endif
 }
 
+/* A code object's bytecode as bytes.  new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_code_bytes(PyCodeObject *co)
+{
+#if FC_PY311_PLUS
+    return PyCode_GetCode(co);
+#else
+    return Py_NewRef(co->co_code);
+#endif
+}
+
 /* A type's own __dict__ (static builtin types keep it per interpreter on
    3.12+).  new ref */
 FC_INLINE PyObject *
@@ -150,6 +161,7 @@ enum {
     FP_IDENTITY,      /* __deepcopy__ is enum.Enum's `return self` */
     FP_BUFFER,        /* numpy / torch: FcPlan.buffer says which (buffers.c) */
     FP_ODICT,         /* exactly collections.OrderedDict */
+    FP_NAMEDTUPLE,    /* a collections.namedtuple class, hooks untouched */
 };
 
 typedef struct {
@@ -202,6 +214,8 @@ typedef struct {
     getter dict_getter;            /* the getter of a plain class's __dict__ */
     PyObject *enum_deepcopy;       /* enum.Enum.__deepcopy__ or NULL */
     int enum_checked;
+    PyObject *nt_getnewargs_code;  /* collections.namedtuple's __getnewargs__ code */
+    int nt_checked;
 
     PyTypeObject *method_type;     /* types.MethodType */
     PyTypeObject *code_type;
@@ -232,6 +246,12 @@ typedef struct {
     /* numpy (numpy.c): found through sys.modules when first met */
     PyObject *np_ndarray;          /* numpy.ndarray, strong, or NULL */
     int np_checked;
+    int np_api;                    /* C API: 0 not yet, 1 loaded, -1 unusable */
+    int np_threads;                /* threads copying one big array */
+    Py_ssize_t np_par_min;         /* bytes from which copies are threaded */
+    int np_pool;                   /* copies' data from pool.c */
+    Py_ssize_t np_pool_min;        /* bytes from which copies are pooled */
+    PyObject *np_handler;          /* the pool's "mem_handler" capsule or NULL */
     /* torch (torch.c): found through sys.modules when first met */
     PyObject *torch_tensor;        /* torch.Tensor, strong, or NULL */
     PyObject *torch_parameter;     /* torch.nn.Parameter, strong, or NULL */

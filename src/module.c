@@ -10,11 +10,12 @@
     X(dispatch_table) X(reconstruct) X(reconstruct_helper) X(copyreg_globals) \
     X(copyreg_dispatch) X(copyreg_slotnames) X(copyreg_newobj) \
     X(obj_reduce_ex) X(obj_reduce) X(obj_getstate) X(obj_new) X(enum_deepcopy) \
+    X(nt_getnewargs_code) \
     X(s_deepcopy) X(s_copy) X(s_reduce_ex) X(s_reduce) X(s_getstate) \
     X(s_setstate) X(s_dict) X(s_update) X(s_append) X(s_items) X(s_get) \
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
-    X(py_deepcopy) X(cowdict_type) X(np_ndarray) X(torch_tensor) \
+    X(py_deepcopy) X(cowdict_type) X(np_ndarray) X(np_handler) X(torch_tensor) \
     X(torch_parameter) X(torch_ustorage) X(torch_tstorage) X(torch_names) \
     X(torch_attr_names) X(torch_attrs) X(torch_probes) X(torch_strided) \
     X(torch_preserve) X(torch_copy_deepcopy) X(torch_tensor_globals) \
@@ -442,6 +443,9 @@ fc_exec(PyObject *module)
 #if FC_PY312_PLUS
     st->seen_gen = 0;
 #endif
+    if (fc_np_exec(module, st) < 0) {
+        goto error;
+    }
 #ifdef FC_HAVE_COWDICT
     if (fc_cowdict_exec(module, st) < 0) {
         goto error;

@@ -244,6 +244,58 @@ fc_watch_fini(FcState *st)
 /* Plans                                                               */
 /* ------------------------------------------------------------------ */
 
+/* getattr(sys.modules[modname], attr), never importing the module.
+   new ref | NULL (not loaded, or no such attribute; no exception) */
+static PyObject *
+fc_loaded_attr(const char *modname, const char *attr)
+{
+    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
+    PyObject *mod = mods ? PyDict_GetItemString(mods, modname) : NULL;
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *v = PyObject_GetAttrString(mod, attr);
+    if (v == NULL) {
+        PyErr_Clear();
+    }
+    return v;
+}
+
+/* Does f do nothing but `return <first argument>` (two arguments)?  Its
+   code is compared with such a function compiled here, by this interpreter.
+   1 | 0 */
+static int
+fc_is_return_self(PyObject *f)
+{
+    if (!PyFunction_Check(f)) {
+        return 0;
+    }
+    PyObject *ns = PyDict_New();
+    if (ns == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int same = 0;
+    PyObject *r = PyRun_String("def _f(self, memo):\n    return self\n",
+                               Py_file_input, ns, ns);
+    PyObject *ref = r ? PyDict_GetItemString(ns, "_f") : NULL;
+    if (ref != NULL && PyFunction_Check(ref)) {
+        PyCodeObject *a = (PyCodeObject *)PyFunction_GET_CODE(f);
+        PyCodeObject *b = (PyCodeObject *)PyFunction_GET_CODE(ref);
+        PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
+        same = ca != NULL && cb != NULL && a->co_argcount == 2
+               && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
+               && PyObject_RichCompareBool(a->co_consts, b->co_consts, Py_EQ) == 1
+               && PyTuple_GET_SIZE(a->co_names) == 0;
+        Py_XDECREF(ca);
+        Py_XDECREF(cb);
+    }
+    Py_XDECREF(r);
+    Py_DECREF(ns);
+    PyErr_Clear();
+    return same;
+}
+
 /* enum.Enum.__deepcopy__ is `return self` (3.11+); found lazily through
    sys.modules, never by importing enum ourselves. */
 static PyObject *
@@ -252,29 +304,99 @@ fc_enum_deepcopy(FcState *st)
     if (st->enum_deepcopy != NULL || st->enum_checked) {
         return st->enum_deepcopy;
     }
-    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
-    PyObject *mod = mods ? PyDict_GetItemString(mods, "enum") : NULL;
-    if (mod == NULL) {
+    PyObject *Enum = fc_loaded_attr("enum", "Enum");
+    if (Enum == NULL) {
         return NULL;
     }
     st->enum_checked = 1;
-    PyObject *Enum = PyObject_GetAttrString(mod, "Enum");
-    if (Enum == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
     if (PyType_Check(Enum)) {
         PyObject *f = _PyType_Lookup((PyTypeObject *)Enum, st->s_deepcopy);
-        if (f != NULL && PyFunction_Check(f)) {
-            /* only the stdlib's one-liner: code of the form `return self` */
-            PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(f);
-            if (co->co_argcount == 2) {
-                st->enum_deepcopy = Py_NewRef(f);
-            }
+        if (f != NULL && fc_is_return_self(f)) {
+            st->enum_deepcopy = Py_NewRef(f);
         }
     }
     Py_DECREF(Enum);
     return st->enum_deepcopy;
+}
+
+/* The code object of the __getnewargs__ every collections.namedtuple class
+   shares (`return _tuple(self)`, a constant of namedtuple's own code), found
+   through sys.modules; NULL if collections is not imported. */
+static PyObject *
+fc_nt_getnewargs_code(FcState *st)
+{
+    if (st->nt_getnewargs_code != NULL || st->nt_checked) {
+        return st->nt_getnewargs_code;
+    }
+    PyObject *nt = fc_loaded_attr("collections", "namedtuple");
+    if (nt == NULL) {
+        return NULL;
+    }
+    st->nt_checked = 1;
+    if (!PyFunction_Check(nt)) {
+        Py_DECREF(nt);
+        return NULL;
+    }
+    PyObject *consts = ((PyCodeObject *)PyFunction_GET_CODE(nt))->co_consts;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(consts); i++) {
+        PyObject *co = PyTuple_GET_ITEM(consts, i);
+        if (PyCode_Check(co)
+            && PyUnicode_CompareWithASCIIString(((PyCodeObject *)co)->co_name,
+                                                "__getnewargs__") == 0) {
+            st->nt_getnewargs_code = Py_NewRef(co);
+            break;
+        }
+    }
+    Py_DECREF(nt);
+    return st->nt_getnewargs_code;
+}
+
+/* A namedtuple class whose reduce is object's default: object.__reduce_ex__(4)
+   gives (copyreg.__newobj__, (cls, *self), None) -- no instance dict, no
+   slots, so no state.  1 | 0 | -1+exc */
+static int
+fc_plan_namedtuple(FcState *st, PyTypeObject *tp)
+{
+    if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || tp->tp_base != &PyTuple_Type
+        || tp->tp_dictoffset != 0
+        || tp->tp_getattro != PyObject_GenericGetAttr
+        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro) {
+        return 0;
+    }
+    PyObject *code = fc_nt_getnewargs_code(st);
+    PyObject *gna = _PyType_Lookup(tp, st->s_getnewargs);
+    if (code == NULL || gna == NULL || !PyFunction_Check(gna)
+        || PyFunction_GET_CODE(gna) != code) {
+        return 0;
+    }
+    if (_PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
+        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
+        || _PyType_Lookup(tp, st->s_getstate) != st->obj_getstate
+        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
+        || _PyType_Lookup(tp, st->s_deepcopy) != NULL) {
+        return 0;
+    }
+    /* no slots to report in the state (namedtuple sets __slots__ = ()) */
+    PyObject *tdict = fc_type_dict(tp), *names;
+    if (tdict == NULL) {
+        return -1;
+    }
+    int got = fc_dict_getref(tdict, st->s_slotnames, &names);
+    Py_DECREF(tdict);
+    if (got < 0) {
+        return -1;
+    }
+    if (names == NULL) {
+        names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
+        if (names == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    int ok = names == Py_None || (PyList_CheckExact(names) && PyList_GET_SIZE(names) == 0);
+    Py_DECREF(names);
+    return ok;
 }
 
 /* The common half of FP_PLAIN: instances are reduced by object's own
@@ -421,6 +543,17 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         && (p->gflags & FG_NO_REDUCTOR)) {
         p->deep = FP_ODICT;
         return 0;
+    }
+
+    if ((p->gflags & FG_NO_DEEP_DISPATCH) && (p->gflags & FG_NO_REDUCTOR)) {
+        int nt = fc_plan_namedtuple(st, tp);
+        if (nt < 0) {
+            return -1;
+        }
+        if (nt) {
+            p->deep = FP_NAMEDTUPLE;
+            return 0;
+        }
     }
 
     PyObject *names = NULL;

@@ -18,7 +18,11 @@ from fastcopy import _bench
 from fastcopy.__main__ import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
+try:  # importable, not just present: matplotlib needs numpy
+    import matplotlib  # noqa: F401
+    HAVE_MPL = True
+except ImportError:
+    HAVE_MPL = False
 # one cheap workload of each kind
 DEEP = "pyperf_deepcopy_reduce"
 SHALLOW = "copy_dict"

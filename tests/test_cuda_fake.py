@@ -108,6 +108,14 @@ def use_version(fake, version, ndev=1, init_rc=0):
     _cuda._forget_driver()
 
 
+class _Copies(list):
+    """A copy list that owns the Buffers its addresses point into."""
+
+    def __init__(self, owner, items):
+        super().__init__(items)
+        self.owner = owner
+
+
 class Buffers:
     """n source buffers with distinct bytes and n zeroed destinations."""
 
@@ -118,8 +126,10 @@ class Buffers:
         self.sizes = list(sizes)
 
     def copies(self):
-        return [(ctypes.addressof(d), ctypes.addressof(s), n)
-                for d, s, n in zip(self.dst, self.src, self.sizes)]
+        # The list keeps the buffers alive: `copy_batch(Buffers([4]).copies(), ...)`
+        # must not hand the driver addresses of freed memory (ASan found it).
+        return _Copies(self, [(ctypes.addressof(d), ctypes.addressof(s), n)
+                              for d, s, n in zip(self.dst, self.src, self.sizes)])
 
     def copied(self):
         return all(d.raw == s.raw for d, s, n in zip(self.dst, self.src, self.sizes) if n)
