@@ -274,6 +274,9 @@ typedef struct {
     PyObject *torch_empty_like;    /* torch.empty_like */
     unsigned int torch_us_tag;     /* UntypedStorage's tag when verified */
     unsigned int torch_ts_tag;     /* TypedStorage's tag when verified */
+    PyObject *torch_incr_version;  /* torch._C._increment_version */
+    int torch_param_swap;          /* a fresh Tensor may become a Parameter
+                                      through object.__class__ (torch.c) */
 
     FcPlan plans[FC_PLAN_SLOTS];
 } FcState;

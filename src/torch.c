@@ -140,8 +140,50 @@ static const FcTorchAttr fc_torch_attrs[] = {
      "type,torch,UntypedStorage,AssertionError,__name__,TypedStorage,cast,Self,dtype"},
     {FT_TSTORAGE, "__new__", NULL},
     {FT_TSTORAGE, "__init__", NULL},
+    /* the fresh tensor of a Parameter copy becomes a Parameter through
+       object.__class__ (see fc_torch_param_deep) */
+    {FT_TENSOR, "__class__", NULL},
+    {FT_TENSOR, "__torch_dispatch__", NULL},
+    {FT_PARAM, "__class__", NULL},
+    {FT_PARAM, "__torch_dispatch__", NULL},
 };
 #define FC_TORCH_NATTRS ((Py_ssize_t)(sizeof(fc_torch_attrs) / sizeof(fc_torch_attrs[0])))
+
+/* Indices into fc_torch_attrs of the descriptors we call directly
+   (fc_torch_get / fc_torch_call0); checked against the names at init. */
+enum {
+    TA_T_UNTYPED_STORAGE = 3, TA_T_STORAGE_OFFSET = 7, TA_T_REQUIRES_GRAD = 11,
+    TA_T_GRAD = 13, TA_T_IS_LEAF = 14, TA_T_IS_CPU = 16, TA_T_LAYOUT = 18,
+    TA_T_DATA_PTR = 20, TA_T_IS_QUANTIZED = 21, TA_T_IS_CONJ = 22, TA_T_IS_NEG = 23,
+    TA_T_IS_INFERENCE = 24, TA_T_NBYTES = 27, TA_T_IS_CONTIGUOUS = 28,
+    TA_US_NBYTES = 42, TA_US_DATA_PTR = 45, TA_US_CDATA = 46,
+    TA_T_CLASS = 51, TA_T_TORCH_DISPATCH = 52, TA_P_CLASS = 53,
+    TA_P_TORCH_DISPATCH = 54,
+};
+static const struct { int i; int owner; const char *name; } fc_torch_direct[] = {
+    {TA_T_UNTYPED_STORAGE, FT_TENSOR, "untyped_storage"},
+    {TA_T_STORAGE_OFFSET, FT_TENSOR, "storage_offset"},
+    {TA_T_REQUIRES_GRAD, FT_TENSOR, "requires_grad"},
+    {TA_T_GRAD, FT_TENSOR, "grad"},
+    {TA_T_IS_LEAF, FT_TENSOR, "is_leaf"},
+    {TA_T_IS_CPU, FT_TENSOR, "is_cpu"},
+    {TA_T_LAYOUT, FT_TENSOR, "layout"},
+    {TA_T_DATA_PTR, FT_TENSOR, "data_ptr"},
+    {TA_T_IS_QUANTIZED, FT_TENSOR, "is_quantized"},
+    {TA_T_IS_CONJ, FT_TENSOR, "is_conj"},
+    {TA_T_IS_NEG, FT_TENSOR, "is_neg"},
+    {TA_T_IS_INFERENCE, FT_TENSOR, "is_inference"},
+    {TA_T_NBYTES, FT_TENSOR, "nbytes"},
+    {TA_T_IS_CONTIGUOUS, FT_TENSOR, "is_contiguous"},
+    {TA_US_NBYTES, FT_USTORAGE, "nbytes"},
+    {TA_US_DATA_PTR, FT_USTORAGE, "data_ptr"},
+    {TA_US_CDATA, FT_USTORAGE, "_cdata"},
+    {TA_T_CLASS, FT_TENSOR, "__class__"},
+    {TA_T_TORCH_DISPATCH, FT_TENSOR, "__torch_dispatch__"},
+    {TA_P_CLASS, FT_PARAM, "__class__"},
+    {TA_P_TORCH_DISPATCH, FT_PARAM, "__torch_dispatch__"},
+};
+#define FC_TORCH_NDIRECT ((int)(sizeof(fc_torch_direct) / sizeof(fc_torch_direct[0])))
 
 /* Interned names, by index into st->torch_names. */
 enum {
@@ -169,8 +211,11 @@ static const char *const fc_torch_names[TN__COUNT] = {
 static const char *const fc_torch_probes[] = {
     "_is_torch_function_mode_enabled", "_len_torch_dispatch_stack",
     "is_inference_mode_enabled", "_are_functorch_transforms_active",
+    /* a replaced CPU allocator: torch.empty_like would no longer allocate
+       where UntypedStorage(n) does (fc_torch_tensor_deep) */
+    "_is_default_mobile_cpu_allocator_set",
 };
-#define FC_TORCH_NPROBES 4
+#define FC_TORCH_NPROBES 5
 
 /* plan.c */
 static int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
@@ -374,6 +419,47 @@ fc_torch_init(FcState *st)
         PyErr_Clear();
         goto never;
     }
+    for (int i = 0; i < FC_TORCH_NDIRECT; i++) {
+        const FcTorchAttr *a = &fc_torch_attrs[fc_torch_direct[i].i];
+        if (a->owner != fc_torch_direct[i].owner
+            || strcmp(a->name, fc_torch_direct[i].name) != 0) {
+            goto never;
+        }
+    }
+    Py_XSETREF(st->torch_incr_version,
+               PyObject_GetAttrString(cmod, "_increment_version"));
+    if (st->torch_incr_version == NULL) {
+        PyErr_Clear();
+        goto never;
+    }
+    {
+        /* _make_subclass(Parameter, t, rg) == t with requires_grad set and
+           its type changed, when the two types lay out instances alike
+           and Parameter has no __torch_dispatch__ of its own (the only
+           per-type step of THPVariable_NewWithVar) */
+        PyTypeObject *tt = (PyTypeObject *)tensor, *pt = (PyTypeObject *)param;
+        PyObject *disabled = PyObject_GetAttrString(cmod, "_disabled_torch_dispatch_impl");
+        PyObject *cls = _PyType_Lookup(&PyBaseObject_Type, PyTuple_GET_ITEM(attr_names, TA_T_CLASS));
+        if (disabled == NULL) {
+            PyErr_Clear();
+        }
+        st->torch_param_swap =
+            disabled != NULL && cls != NULL
+            && PyTuple_GET_ITEM(attrs, TA_T_TORCH_DISPATCH) == disabled
+            && PyTuple_GET_ITEM(attrs, TA_P_TORCH_DISPATCH) == disabled
+            && PyTuple_GET_ITEM(attrs, TA_T_CLASS) == cls
+            && PyTuple_GET_ITEM(attrs, TA_P_CLASS) == cls
+            && pt->tp_base == tt && Py_TYPE(tt) != NULL
+            && pt->tp_basicsize == tt->tp_basicsize
+            && pt->tp_itemsize == tt->tp_itemsize
+            && pt->tp_dictoffset == tt->tp_dictoffset
+            && pt->tp_weaklistoffset == tt->tp_weaklistoffset
+            && pt->tp_alloc == tt->tp_alloc && pt->tp_dealloc == tt->tp_dealloc
+            && pt->tp_free == tt->tp_free
+            && (pt->tp_flags & Py_TPFLAGS_HEAPTYPE) && (tt->tp_flags & Py_TPFLAGS_HEAPTYPE)
+            && Py_SIZE(pt) == 0;
+        Py_XDECREF(disabled);
+    }
     st->torch_us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
     st->torch_ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
     st->torch_checked = 1;
@@ -440,6 +526,14 @@ fc_torch_kind(FcState *st, PyTypeObject *tp)
         if (!fc_torch_attrs_same(st, FT_PARAM)) {
             return 0;
         }
+        for (int i = 0; i < FC_TORCH_NDIRECT; i++) {
+            int ai = fc_torch_direct[i].i;
+            if (fc_torch_direct[i].owner == FT_TENSOR
+                && _PyType_Lookup(tp, PyTuple_GET_ITEM(st->torch_attr_names, ai))
+                   != PyTuple_GET_ITEM(st->torch_attrs, ai)) {
+                return 0;
+            }
+        }
     }
     else {
         return 0;
@@ -468,7 +562,17 @@ static int
 fc_torch_ambient(FcState *st, int storages)
 {
     for (int i = 0; i < FC_TORCH_NPROBES; i++) {
-        PyObject *v = PyObject_CallNoArgs(PyTuple_GET_ITEM(st->torch_probes, i));
+        PyObject *f = PyTuple_GET_ITEM(st->torch_probes, i), *v;
+        if (PyCFunction_Check(f)
+            && (PyCFunction_GET_FLAGS(f) & ~METH_COEXIST) == METH_NOARGS) {
+            v = PyCFunction_GET_FUNCTION(f)(PyCFunction_GET_SELF(f), NULL);
+            if (v == NULL && !PyErr_Occurred()) {
+                PyErr_SetString(PyExc_SystemError, "probe returned NULL");
+            }
+        }
+        else {
+            v = PyObject_CallNoArgs(f);
+        }
         if (v == NULL) {
             return -1;
         }
@@ -513,30 +617,98 @@ fc_torch_ambient(FcState *st, int storages)
     return !registered;
 }
 
-/* getattr(o, TN(i)) is True?  1 | 0 | -1+exc */
-static int
-fc_torch_flag(FcState *st, PyObject *o, int i)
+/* getattr(o, name of attrs[ai]) through the getset descriptor captured at
+   first use (the caller has made sure it is still what type(o) finds, and
+   a data descriptor wins over the instance dict).  new ref | NULL+exc */
+static PyObject *
+fc_torch_get(FcState *st, PyObject *o, int ai)
 {
-    PyObject *v = PyObject_GetAttr(o, TN(st, i));
+    PyObject *d = PyTuple_GET_ITEM(st->torch_attrs, ai);
+    if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
+        PyGetSetDef *gs = ((PyGetSetDescrObject *)d)->d_getset;
+        if (gs->get != NULL) {
+            PyObject *v = gs->get(o, gs->closure);
+            if (v == NULL && !PyErr_Occurred()) {
+                PyErr_SetString(PyExc_SystemError, "getter returned NULL");
+            }
+            return v;
+        }
+    }
+    return PyObject_GetAttr(o, PyTuple_GET_ITEM(st->torch_attr_names, ai));
+}
+
+/* o.<attrs[ai]>() through the method descriptor captured at first use (the
+   instance dict is known empty).  new ref | NULL+exc */
+static PyObject *
+fc_torch_call0(FcState *st, PyObject *o, int ai)
+{
+    PyObject *d = PyTuple_GET_ITEM(st->torch_attrs, ai), *v = NULL;
+    if (Py_IS_TYPE(d, &PyMethodDescr_Type)) {
+        PyMethodDef *m = ((PyMethodDescrObject *)d)->d_method;
+        int flags = m->ml_flags & ~METH_COEXIST;
+        if (flags == METH_NOARGS) {
+            v = m->ml_meth(o, NULL);
+        }
+        else if (flags == (METH_VARARGS | METH_KEYWORDS)) {
+            v = ((PyCFunctionWithKeywords)(void (*)(void))m->ml_meth)(
+                o, st->empty_tuple, NULL);
+        }
+        else {
+            goto generic;
+        }
+        if (v == NULL && !PyErr_Occurred()) {
+            PyErr_SetString(PyExc_SystemError, "method returned NULL");
+        }
+        return v;
+    }
+generic:
+    return PyObject_CallMethodNoArgs(o, PyTuple_GET_ITEM(st->torch_attr_names, ai));
+}
+
+/* bool(fc_torch_get / fc_torch_call0 (call)).  1 | 0 | -1+exc */
+static int
+fc_torch_is(FcState *st, PyObject *o, int ai, int call)
+{
+    PyObject *v = call ? fc_torch_call0(st, o, ai) : fc_torch_get(st, o, ai);
     if (v == NULL) {
         return -1;
     }
-    int r = PyObject_IsTrue(v);
+    int r = v == Py_True ? 1 : v == Py_False ? 0 : PyObject_IsTrue(v);
     Py_DECREF(v);
     return r;
 }
 
-/* o.<method TN(i)>() is True?  1 | 0 | -1+exc */
+/* A Py_ssize_t from fc_torch_get / fc_torch_call0.  0 | -1+exc */
 static int
-fc_torch_test(FcState *st, PyObject *o, int i)
+fc_torch_ssize(FcState *st, PyObject *o, int ai, int call, Py_ssize_t *res)
 {
-    PyObject *v = PyObject_CallMethodNoArgs(o, TN(st, i));
+    PyObject *v = call ? fc_torch_call0(st, o, ai) : fc_torch_get(st, o, ai);
     if (v == NULL) {
         return -1;
     }
-    int r = PyObject_IsTrue(v);
+    *res = PyLong_Check(v) ? PyLong_AsSsize_t(v) : -1;
     Py_DECREF(v);
-    return r;
+    if (*res == -1 && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "expected an int");
+    }
+    return *res == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* A data pointer from fc_torch_call0.  0 | -1+exc */
+static int
+fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
+{
+    PyObject *v = fc_torch_call0(st, o, ai);
+    if (v == NULL) {
+        return -1;
+    }
+    int isint = PyLong_Check(v);
+    *res = isint ? PyLong_AsVoidPtr(v) : NULL;
+    Py_DECREF(v);
+    if (!isint) {
+        PyErr_SetString(PyExc_TypeError, "expected an int");
+    }
+    return *res == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
 /* Is x (an exact torch.Tensor) one we copy natively?  depth counts .grad
@@ -555,11 +727,11 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
         return 0;
     }
     int r;
-    if ((r = fc_torch_flag(st, x, TN_IS_LEAF)) != 1
-        || (r = fc_torch_flag(st, x, TN_IS_CPU)) != 1) {
+    if ((r = fc_torch_is(st, x, TA_T_IS_LEAF, 0)) != 1
+        || (r = fc_torch_is(st, x, TA_T_IS_CPU, 0)) != 1) {
         return r;
     }
-    PyObject *layout = PyObject_GetAttr(x, TN(st, TN_LAYOUT));
+    PyObject *layout = fc_torch_get(st, x, TA_T_LAYOUT);
     if (layout == NULL) {
         return -1;
     }
@@ -567,13 +739,13 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
     if (layout != st->torch_strided) {
         return 0;
     }
-    if ((r = fc_torch_flag(st, x, TN_IS_QUANTIZED)) != 0
-        || (r = fc_torch_test(st, x, TN_IS_CONJ)) != 0
-        || (r = fc_torch_test(st, x, TN_IS_NEG)) != 0
-        || (r = fc_torch_test(st, x, TN_IS_INFERENCE)) != 0) {
+    if ((r = fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0)) != 0
+        || (r = fc_torch_is(st, x, TA_T_IS_CONJ, 1)) != 0
+        || (r = fc_torch_is(st, x, TA_T_IS_NEG, 1)) != 0
+        || (r = fc_torch_is(st, x, TA_T_IS_INFERENCE, 1)) != 0) {
         return r < 0 ? -1 : 0;
     }
-    PyObject *g = PyObject_GetAttr(x, TN(st, TN_GRAD));
+    PyObject *g = fc_torch_get(st, x, TA_T_GRAD);
     if (g == NULL) {
         return -1;
     }
@@ -693,6 +865,116 @@ done:
 /* Tensors                                                             */
 /* ------------------------------------------------------------------ */
 
+/* The storage half of Tensor.__deepcopy__ plus new_empty([]).set_(...) for
+   a tensor that is its storage's only occupant (offset 0, contiguous,
+   storage bytes == tensor bytes) whose storage the memo has not seen:
+   empty_like(x) allocates a fresh resizable storage of exactly nbytes with
+   x's sizes and strides (x is dense), as UntypedStorage(nbytes) + set_
+   would; the bytes are copied as _StorageBase.clone does; the version goes
+   to 1 as set_ leaves it.  t's storage object then plays new_storage for
+   the memo ("torch" sub-memo, memo[id(us)], keep-alive), in the stdlib's
+   order.  new ref | NULL+exc | NULL: take the general road */
+static PyObject *
+fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us)
+{
+    FcState *st = c->st;
+    PyObject *t = NULL, *nus = NULL, *cdata = NULL, *tm, *v;
+    Py_ssize_t off, n, un;
+    void *src, *dst;
+    int r;
+    if ((PyObject *)Py_TYPE(us) != st->torch_ustorage) {
+        return NULL;
+    }
+    r = fc_memo_lookup(c, us, &v);
+    if (r != 0) {
+        if (r > 0) {
+            Py_DECREF(v);
+        }
+        return NULL;
+    }
+    if (fc_torch_ssize(st, x, TA_T_STORAGE_OFFSET, 1, &off) < 0 || off != 0
+        || fc_torch_is(st, x, TA_T_IS_CONTIGUOUS, 1) != 1
+        || fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n) < 0
+        || fc_torch_ssize(st, us, TA_US_NBYTES, 1, &un) < 0 || un != n) {
+        goto decline;
+    }
+    cdata = fc_torch_get(st, us, TA_US_CDATA);
+    if (cdata == NULL) {
+        goto decline;
+    }
+    tm = PyDict_GetItemWithError(c->memo, TN(st, TN_TORCH));
+    if (tm != NULL) {
+        if (!PyDict_CheckExact(tm)) {
+            goto decline;
+        }
+        r = PyDict_Contains(tm, cdata);
+        if (r != 0) {
+            goto decline;
+        }
+    }
+    else if (PyErr_Occurred()) {
+        goto decline;
+    }
+    t = PyObject_CallOneArg(st->torch_empty_like, x);
+    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch_tensor) {
+        goto decline;
+    }
+    nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
+    if (nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch_ustorage
+        || fc_torch_ssize(st, nus, TA_US_NBYTES, 1, &un) < 0 || un != n) {
+        goto decline;
+    }
+    if (n > FC_TORCH_MEMCPY_MAX) {
+        v = PyObject_CallMethodOneArg(nus, TN(st, TN_COPY), us);
+        if (v == NULL) {
+            goto decline;
+        }
+        Py_DECREF(v);
+    }
+    else if (n > 0) {
+        if (fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
+            || fc_torch_ptr(st, nus, TA_US_DATA_PTR, &dst) < 0
+            || src == NULL || dst == NULL) {
+            goto decline;
+        }
+        memcpy(dst, src, (size_t)n);
+    }
+    {
+        PyObject *one = PyTuple_Pack(1, t);
+        if (one == NULL) {
+            goto decline;
+        }
+        v = PyObject_CallOneArg(st->torch_incr_version, one);
+        Py_DECREF(one);
+        if (v == NULL) {
+            goto decline;
+        }
+        Py_DECREF(v);
+    }
+    /* memo.setdefault("torch", {})[us._cdata] = new_storage, then
+       copy.deepcopy's memo[id(us)] and keep-alive */
+    v = PyDict_New();
+    if (v == NULL) {
+        goto error;
+    }
+    tm = PyDict_SetDefault(c->memo, TN(st, TN_TORCH), v);
+    Py_DECREF(v);
+    if (tm == NULL || PyObject_SetItem(tm, cdata, nus) < 0
+        || fc_memo_finish(c, us, nus) < 0) {
+        goto error;
+    }
+    Py_DECREF(nus);
+    Py_DECREF(cdata);
+    return t;
+decline:
+    PyErr_Clear();
+error:
+    Py_XDECREF(t);
+    Py_XDECREF(nus);
+    Py_XDECREF(cdata);
+    return NULL;
+}
+
 /* Tensor.__deepcopy__(x, memo) for a tensor fc_torch_tensor_ok accepted,
    memo already a dict; sets memo[id(x)] (no keep-alive: the caller does
    what its caller would).  new ref | NULL+exc */
@@ -704,8 +986,15 @@ fc_torch_tensor_deep(FcCtx *c, PyObject *x)
     PyObject *stride = NULL, *g = NULL, *ng = NULL, *d = NULL, *nd = NULL;
     PyObject *v;
 
-    us = PyObject_CallMethodNoArgs(x, TN(st, TN_UNTYPED_STORAGE));
-    if (us == NULL || (nus = fc_torch_storage_deep(c, us)) == NULL) {
+    us = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
+    if (us == NULL) {
+        goto error;
+    }
+    t = fc_torch_tensor_owned(c, x, us);
+    if (t != NULL) {
+        goto storage_done;
+    }
+    if (PyErr_Occurred() || (nus = fc_torch_storage_deep(c, us)) == NULL) {
         goto error;
     }
     t = PyObject_CallMethodNoArgs(x, TN(st, TN_NEW));
@@ -724,11 +1013,12 @@ fc_torch_tensor_deep(FcCtx *c, PyObject *x)
         }
         Py_DECREF(v);
     }
-    int rg = fc_torch_flag(st, x, TN_REQUIRES_GRAD);
+storage_done:;
+    int rg = fc_torch_is(st, x, TA_T_REQUIRES_GRAD, 0);
     if (rg < 0 || (rg && PyObject_SetAttr(t, TN(st, TN_REQUIRES_GRAD), Py_True) < 0)) {
         goto error;
     }
-    g = PyObject_GetAttr(x, TN(st, TN_GRAD));
+    g = fc_torch_get(st, x, TA_T_GRAD);
     if (g == NULL) {
         goto error;
     }
@@ -775,40 +1065,62 @@ fc_torch_clone_dense(FcState *st, PyObject *x)
     PyObject *v = NULL, *y = NULL;
     void *src, *dst;
     Py_ssize_t n;
-    int r;
-    if ((r = fc_torch_flag(st, x, TN_IS_QUANTIZED)) != 0
-        || (r = fc_torch_test(st, x, TN_IS_CONJ)) != 0
-        || (r = fc_torch_test(st, x, TN_IS_NEG)) != 0
-        || (r = fc_torch_test(st, x, TN_IS_CONTIGUOUS)) != 1) {
+    if (fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0) != 0
+        || fc_torch_is(st, x, TA_T_IS_CONJ, 1) != 0
+        || fc_torch_is(st, x, TA_T_IS_NEG, 1) != 0
+        || fc_torch_is(st, x, TA_T_IS_CONTIGUOUS, 1) != 1) {
         return NULL;
     }
-    v = PyObject_GetAttr(x, TN(st, TN_LAYOUT));
+    v = fc_torch_get(st, x, TA_T_LAYOUT);
     if (v == NULL || v != st->torch_strided) {
         goto fail;
     }
-    Py_SETREF(v, PyObject_GetAttr(x, TN(st, TN_NBYTES_ATTR)));
-    if (v == NULL || ((n = PyLong_AsSsize_t(v)) < 0)) {
-        goto fail;
-    }
-    Py_SETREF(v, PyObject_CallMethodNoArgs(x, TN(st, TN_DATA_PTR)));
-    if (v == NULL || ((src = PyLong_AsVoidPtr(v)) == NULL && (PyErr_Occurred() || n > 0))) {
+    Py_CLEAR(v);
+    if (fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n) < 0 || n < 0
+        || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)) {
         goto fail;
     }
     y = PyObject_CallOneArg(st->torch_empty_like, x);
-    if (y == NULL) {
-        goto fail;
-    }
-    Py_SETREF(v, PyObject_CallMethodNoArgs(y, TN(st, TN_DATA_PTR)));
-    if (v == NULL || ((dst = PyLong_AsVoidPtr(v)) == NULL && (PyErr_Occurred() || n > 0))) {
+    if (y == NULL || fc_torch_ptr(st, y, TA_T_DATA_PTR, &dst) < 0
+        || (dst == NULL && n > 0)) {
         goto fail;
     }
     if (n > 0) {
         memcpy(dst, src, (size_t)n);
     }
-    Py_DECREF(v);
     return y;
 fail:
     Py_XDECREF(v);
+    Py_XDECREF(y);
+    return NULL;
+}
+
+/* Parameter.__deepcopy__ for a dense tensor, without _make_subclass's
+   detach and second Python object: the fresh plain tensor clone_dense
+   made gets requires_grad (TensorImpl::set_requires_grad, as
+   _make_subclass does; nothing when False) and then type Parameter
+   (object.__class__: same layout, checked at init).  _make_subclass's
+   detach would give a shallow copy of that TensorImpl sharing its storage
+   and version counter (0), with metadata changes allowed -- the state the
+   fresh tensor already has -- and THPVariable_NewWithVar(Parameter) would
+   set nothing more (Parameter has no __torch_dispatch__).
+   new ref | NULL: not for this one (nothing observable happened) */
+static PyObject *
+fc_torch_param_swap(FcState *st, PyObject *x)
+{
+    PyObject *y = fc_torch_clone_dense(st, x);
+    if (y == NULL || (PyObject *)Py_TYPE(y) != st->torch_tensor) {
+        goto decline;
+    }
+    int rg = fc_torch_is(st, x, TA_T_REQUIRES_GRAD, 0);
+    if (rg < 0 || (rg && PyObject_SetAttr(y, TN(st, TN_REQUIRES_GRAD), Py_True) < 0)
+        || PyObject_SetAttr(y, PyTuple_GET_ITEM(st->torch_attr_names, TA_T_CLASS),
+                            st->torch_parameter) < 0) {
+        goto decline;
+    }
+    return y;
+decline:
+    PyErr_Clear();
     Py_XDECREF(y);
     return NULL;
 }
@@ -819,6 +1131,9 @@ static PyObject *
 fc_torch_param_deep(FcState *st, PyObject *x)
 {
     PyObject *data = NULL, *cl = NULL, *rg = NULL, *y = NULL;
+    if (st->torch_param_swap && (y = fc_torch_param_swap(st, x)) != NULL) {
+        return y;
+    }
     {
         /* nothing observable has happened yet: any failure here just
            takes torch's own clone below */
@@ -871,7 +1186,7 @@ fc_torch_param_ok(FcState *st, PyObject *x)
     /* an exact Parameter wraps a plain Tensor (Parameter.__new__ makes
        custom tensors keep their own type), so type(self)(data, rg) takes
        _make_subclass */
-    return fc_torch_flag(st, x, TN_IS_CPU);
+    return fc_torch_is(st, x, TA_T_IS_CPU, 0);
 }
 
 /* See buffers.c for the contract. */

@@ -3,6 +3,7 @@ copy.deepcopy gives with the installed torch (types, values, layout, storage
 aliasing, autograd flags, memo contents, errors)."""
 import collections
 import copy
+import gc
 import subprocess
 import sys
 
@@ -27,7 +28,9 @@ def tensor_sig(t, storages):
     if not isinstance(t, torch.Tensor):
         return ("obj", type(t), t if isinstance(t, (int, float, str, type(None))) else None)
     sig = [type(t), t.dtype, t.device.type, t.layout, tuple(t.shape), t.requires_grad,
-           t.is_leaf, t.grad_fn is None, t.is_conj(), t.is_neg(), t.is_inference()]
+           t.is_leaf, t.grad_fn is None, t.is_conj(), t.is_neg(), t.is_inference(),
+           str(torch._C._dispatch_keys(t)), t._is_view(), t._base is None,
+           [type(r) for r in gc.get_referents(t)]]
     if t.layout == torch.strided and t.device.type != "meta" and not t.is_quantized:
         us = t.untyped_storage()
         sig += [t.stride(), t.storage_offset(), us.nbytes(),
@@ -139,6 +142,14 @@ CASES = {
     "uint8": lambda: plain(7, dtype=torch.uint8),
     "big_2mib": lambda: plain(1 << 19),
     "channels_last": lambda: plain(2, 3, 4, 5).to(memory_format=torch.channels_last),
+    # contiguous with an unusual stride on a size-1 dimension
+    "size1_odd_stride": lambda: torch.empty_strided((3, 1), (1, 7)).copy_(plain(3, 1)),
+    # bytes a bool copy must not normalise, NaN payloads a float copy must keep
+    "raw_bool_bytes": lambda: torch.tensor([0, 2, 255, 1], dtype=torch.uint8).view(torch.bool),
+    "nan_payload": lambda: torch.tensor([0x7FC00001, -0x3EDCBB], dtype=torch.int32)
+    .view(torch.float32),
+    # a storage bigger than the tensor, at offset 0
+    "short_of_storage": lambda: plain(10)[:4],
 }
 
 
@@ -156,6 +167,57 @@ def test_parameter(name):
         rg = t.dtype.is_floating_point or t.dtype.is_complex
         return nn.Parameter(t.detach(), requires_grad=rg)
     assert_same(mk)
+
+
+def raw_bytes(t):
+    return bytes(t.untyped_storage())
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IDS)
+def test_storage_in_memo_is_the_copy_storage(impl):
+    # the memo's new storage object is the copy's storage, and the bytes of
+    # the whole storage are copied as they are
+    x = CASES["raw_bool_bytes"]()
+    n = CASES["nan_payload"]()
+    memo = {}
+    y, m = impl([x, n], memo)
+    for src, dst in ((x, y), (n, m)):
+        st = memo[id(src.untyped_storage())]
+        assert st is dst.untyped_storage()
+        assert memo["torch"][src.untyped_storage()._cdata] is st
+        assert raw_bytes(dst) == raw_bytes(src)
+        assert dst._version == 1
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IDS)
+def test_storage_seen_first_through_another_tensor(impl):
+    # a tensor whose storage the memo already holds goes through set_
+    base = plain(8)
+    whole = base.view(2, 4)
+    y = impl([base[2:], whole])
+    assert y[1].untyped_storage().data_ptr() == y[0].untyped_storage().data_ptr()
+    assert y[1].storage_offset() == 0 and y[0].storage_offset() == 2
+
+
+@pytest.mark.parametrize("rg", [True, False])
+def test_parameter_copy_behaves_like_torch(rg):
+    x = nn.Parameter(plain(3, 4), requires_grad=rg)
+    a, b = copy.deepcopy(x), fastcopy.deepcopy(x)
+    for y in (a, b):
+        assert type(y) is nn.Parameter and y.is_leaf and y.requires_grad == rg
+        assert y._version == 0 and not y._is_view() and y._base is None
+        assert y.__dict__ == {} and y.grad is None
+    assert str(torch._C._dispatch_keys(a)) == str(torch._C._dispatch_keys(b))
+    assert torch.equal(a, b) and a.stride() == b.stride()
+    with torch.no_grad():
+        b.add_(1)
+    assert b._version == 1 and torch.equal(x + 1, b)
+    if rg:
+        (b * 2).sum().backward()
+        assert torch.equal(b.grad, torch.full_like(b, 2.0))
+        assert x.grad is None
+    b.data = torch.zeros(2)   # metadata changes allowed, as after _make_subclass
+    assert b.shape == (2,)
 
 
 def test_views_share_one_new_storage():
