@@ -741,7 +741,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(v);
         return 1;
     }
-    if (fc_memo_finish_stored(c, x, y) < 0) {
+    if (fc_untrack(c, y) < 0 || fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
@@ -806,7 +806,7 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         return -1;
     }
     PyObject *y = r ? hit : Py_NewRef(f->y != NULL ? f->y : x);
-    if (fc_memo_finish(c, x, y) < 0) {
+    if ((y == f->y && fc_untrack(c, y) < 0) || fc_memo_finish(c, x, y) < 0) {
         Py_DECREF(y);
         return -1;
     }
@@ -1161,7 +1161,7 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     }
     /* copyreg.__newobj__(cls) == object.__new__(cls) */
     y = tp->tp_new(tp, c->st->empty_tuple, NULL);
-    if (y == NULL || fc_memo_store(c, x, y) < 0) {
+    if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
         Py_XDECREF(y);
         Py_DECREF(state);
         return NULL;
@@ -1371,6 +1371,10 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
                 }
             }
             Py_SET_SIZE(y, i);
+            if (fc_untrack(c, y) < 0) {
+                Py_DECREF(y);
+                return NULL;
+            }
             if (i == n && c->mode == FC_MEMO_NATIVE) {
                 if (fc_memo_finish(c, x, y) < 0) {
                     Py_DECREF(y);
@@ -1450,7 +1454,7 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
                                       : fc_memo_get(&c->native, item);
                         PyTuple_SET_ITEM(y, i, Py_NewRef(v));
                     }
-                    if (fc_memo_finish(c, x, y) < 0) {
+                    if (fc_untrack(c, y) < 0 || fc_memo_finish(c, x, y) < 0) {
                         Py_DECREF(y);
                         return NULL;
                     }
@@ -1642,11 +1646,15 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->capframes = FC_FRAMES_INLINE;
     c->share = NULL;
     c->hook_depth = 0;
+    c->untracked = NULL;
+    c->nuntracked = c->capuntracked = 0;
 }
 
 FC_INLINE void
 fc_ctx_fini(FcCtx *c)
 {
+    /* before anything is released: nothing may stay hidden from the GC */
+    fc_retrack_all(c);
     while (c->nframes > 0) {
         fc_pop(c);
     }

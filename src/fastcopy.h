@@ -344,6 +344,8 @@ typedef struct {
     Py_ssize_t nframes, capframes;
     PyObject *share;          /* share= type/tuple/predicate or NULL */
     Py_ssize_t hook_depth;    /* frames on the stack that run user code */
+    PyObject **untracked;     /* copies hidden from the cyclic GC, strong */
+    Py_ssize_t nuntracked, capuntracked;
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

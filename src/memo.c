@@ -259,12 +259,64 @@ fc_ctx_memo_id(FcCtx *c)
    and switch the call to DICT mode.  0 | -1+exc */
 static int fc_demote_all(FcCtx *c);
 
+/*
+ * Copies and the cyclic GC.  Every container the walker builds is a value
+ * of the native memo until the call ends, so it cannot be garbage before
+ * then; letting the collections that our own allocations trigger traverse
+ * the half-built copy again and again is pure cost (a quarter to a half of
+ * all instructions on container-heavy data).  While the memo is native,
+ * such copies are untracked (a strong reference is kept here) and tracked
+ * again -- each only if it is not tracked by then -- before the memo is
+ * shown to Python code and before the call releases the memo, on success
+ * and on error.  An untracked container only makes the collector more
+ * conservative (what it references counts as reachable); collections still
+ * happen as often, and garbage made by hooks is still collected.
+ */
+
+/* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
+static int
+fc_untrack(FcCtx *c, PyObject *y)
+{
+    if (c->mode != FC_MEMO_NATIVE || !PyObject_GC_IsTracked(y)) {
+        return 0;
+    }
+    if (c->nuntracked == c->capuntracked) {
+        Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
+        PyObject **nu = PyMem_Realloc(c->untracked, sizeof(PyObject *) * (size_t)ncap);
+        if (nu == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->untracked = nu;
+        c->capuntracked = ncap;
+    }
+    c->untracked[c->nuntracked++] = Py_NewRef(y);
+    PyObject_GC_UnTrack(y);
+    return 0;
+}
+
+static void
+fc_retrack_all(FcCtx *c)
+{
+    for (Py_ssize_t i = 0; i < c->nuntracked; i++) {
+        PyObject *o = c->untracked[i];
+        if (!PyObject_GC_IsTracked(o)) {
+            PyObject_GC_Track(o);
+        }
+        Py_DECREF(o);
+    }
+    PyMem_Free(c->untracked);
+    c->untracked = NULL;
+    c->nuntracked = c->capuntracked = 0;
+}
+
 static int
 fc_memo_expose(FcCtx *c)
 {
     if (c->mode != FC_MEMO_NATIVE) {
         return 0;
     }
+    fc_retrack_all(c);
     if (fc_demote_all(c) < 0) {
         return -1;
     }

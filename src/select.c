@@ -227,7 +227,7 @@ typedef struct {
 
 /* 0 | -1+exc */
 static int
-fc_untrack(FcUntracked *u, PyObject *y)
+fc_replica_untrack(FcUntracked *u, PyObject *y)
 {
     if (!PyObject_GC_IsTracked(y)) {
         return 0;
@@ -248,7 +248,7 @@ fc_untrack(FcUntracked *u, PyObject *y)
 }
 
 static void
-fc_retrack(FcUntracked *u)
+fc_replica_retrack(FcUntracked *u)
 {
     for (Py_ssize_t i = 0; i < u->n; i++) {
         PyObject_GC_Track(u->objs[i]);
@@ -293,7 +293,7 @@ fc_tape_replay(FcTape *t, PyObject **nodes, FcReplayFrame *stack, FcUntracked *u
             if (y == NULL) {
                 goto error;
             }
-            if (o->op != T_DICT && fc_untrack(u, y) < 0) {
+            if (o->op != T_DICT && fc_replica_untrack(u, y) < 0) {
                 Py_DECREF(y);
                 goto error;
             }
@@ -308,7 +308,7 @@ fc_tape_replay(FcTape *t, PyObject **nodes, FcReplayFrame *stack, FcUntracked *u
         default: /* T_END */
             sp--;
             v = stack[sp].y;
-            if (stack[sp].op == T_DICT && fc_untrack(u, v) < 0) {
+            if (stack[sp].op == T_DICT && fc_replica_untrack(u, v) < 0) {
                 Py_DECREF(v);
                 goto error;
             }
@@ -388,12 +388,12 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
         for (; i < n; i++) {
             PyObject *y = fc_tape_replay(&t, nodes, stack, &u);
             if (y == NULL) {
-                fc_retrack(&u);
+                fc_replica_retrack(&u);
                 goto error;
             }
             PyList_SET_ITEM(out, i, y);
         }
-        fc_retrack(&u);
+        fc_replica_retrack(&u);
     }
     for (; i < n; i++) {
         PyObject *y = fc_deepcopy(st, x, NULL, NULL, share);
