@@ -351,6 +351,33 @@ fc_nt_getnewargs_code(FcState *st)
     return st->nt_getnewargs_code;
 }
 
+/* _PyType_GetSlotNames(tp): cls.__dict__["__slotnames__"], else
+   copyreg._slotnames(cls), which caches it on the class (the stdlib's first
+   copy of an instance does the same).  1 (*names new ref) | 0 when it
+   raises (cleared: the real __reduce_ex__ will raise it again, exactly) |
+   -1+exc */
+static int
+fc_type_slotnames(FcState *st, PyTypeObject *tp, PyObject **names)
+{
+    PyObject *tdict = fc_type_dict(tp);
+    if (tdict == NULL) {
+        return -1;
+    }
+    int got = fc_dict_getref(tdict, st->s_slotnames, names);
+    Py_DECREF(tdict);
+    if (got < 0) {
+        return -1;
+    }
+    if (*names == NULL) {
+        *names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
+        if (*names == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* A namedtuple class whose reduce is object's default: object.__reduce_ex__(4)
    gives (copyreg.__newobj__, (cls, *self), None) -- no instance dict, no
    slots, so no state.  1 | 0 | -1+exc */
@@ -378,21 +405,10 @@ fc_plan_namedtuple(FcState *st, PyTypeObject *tp)
         return 0;
     }
     /* no slots to report in the state (namedtuple sets __slots__ = ()) */
-    PyObject *tdict = fc_type_dict(tp), *names;
-    if (tdict == NULL) {
-        return -1;
-    }
-    int got = fc_dict_getref(tdict, st->s_slotnames, &names);
-    Py_DECREF(tdict);
-    if (got < 0) {
-        return -1;
-    }
-    if (names == NULL) {
-        names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
-        if (names == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
+    PyObject *names;
+    int got = fc_type_slotnames(st, tp, &names);
+    if (got <= 0) {
+        return got;
     }
     int ok = names == Py_None || (PyList_CheckExact(names) && PyList_GET_SIZE(names) == 0);
     Py_DECREF(names);
@@ -441,26 +457,10 @@ fc_plan_plain_common(FcState *st, PyTypeObject *tp, PyObject **slotnames)
     if (has_reductor) {
         return 0;
     }
-    /* _PyType_GetSlotNames: cls.__dict__["__slotnames__"], else
-       copyreg._slotnames(cls), which caches it on the class (the stdlib's
-       first copy of an instance does the same) */
-    PyObject *names;
-    PyObject *tdict = fc_type_dict(tp);
-    if (tdict == NULL) {
-        return -1;
-    }
-    int got = fc_dict_getref(tdict, st->s_slotnames, &names);
-    Py_DECREF(tdict);
-    if (got < 0) {
-        return -1;
-    }
-    if (names == NULL) {
-        names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
-        if (names == NULL) {
-            /* the real __reduce_ex__ will raise it again, exactly */
-            PyErr_Clear();
-            return 0;
-        }
+        PyObject *names;
+    int got = fc_type_slotnames(st, tp, &names);
+    if (got <= 0) {
+        return got;
     }
     if (names == Py_None) {
         Py_SETREF(names, PyList_New(0));
