@@ -457,7 +457,7 @@ fc_plan_plain_common(FcState *st, PyTypeObject *tp, PyObject **slotnames)
     if (has_reductor) {
         return 0;
     }
-        PyObject *names;
+    PyObject *names;
     int got = fc_type_slotnames(st, tp, &names);
     if (got <= 0) {
         return got;
