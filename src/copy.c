@@ -51,28 +51,8 @@ fc_copy_reconstruct(FcState *st, PyObject *x, PyObject *rv)
         }
         Py_CLEAR(it);
     }
-    if (dictiter != NULL) {
-        it = PyObject_GetIter(dictiter);
-        if (it == NULL) {
-            goto error;
-        }
-        while ((item = PyIter_Next(it)) != NULL) {
-            PyObject *k, *v;
-            int r = fc_unpack2(item, &k, &v);
-            Py_DECREF(item);
-            if (r == 0) {
-                r = PyObject_SetItem(y, k, v);
-                Py_DECREF(k);
-                Py_DECREF(v);
-            }
-            if (r < 0) {
-                goto error;
-            }
-        }
-        if (PyErr_Occurred()) {
-            goto error;
-        }
-        Py_CLEAR(it);
+    if (dictiter != NULL && fc_set_pairs(y, dictiter, PyObject_SetItem) < 0) {
+        goto error;
     }
     Py_XDECREF(state);
     Py_XDECREF(listiter);

@@ -185,6 +185,33 @@ error:
     return -1;
 }
 
+/* for key, value in pairs: set(y, key, value) -- with the interpreter's
+   unpacking errors.  0 | -1+exc */
+static int
+fc_set_pairs(PyObject *y, PyObject *pairs, int (*set)(PyObject *, PyObject *, PyObject *))
+{
+    PyObject *it = PyObject_GetIter(pairs), *pair;
+    if (it == NULL) {
+        return -1;
+    }
+    while ((pair = PyIter_Next(it)) != NULL) {
+        PyObject *k, *v;
+        int r = fc_unpack2(pair, &k, &v);
+        Py_DECREF(pair);
+        if (r == 0) {
+            r = set(y, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+        }
+        if (r < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* for key, value in slotstate.items(): setattr(y, key, value)
    0 | -1+exc */
 static int
@@ -221,28 +248,9 @@ fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
     if (items == NULL) {
         return -1;
     }
-    PyObject *it = PyObject_GetIter(items);
+    int r = fc_set_pairs(y, items, PyObject_SetAttr);
     Py_DECREF(items);
-    if (it == NULL) {
-        return -1;
-    }
-    PyObject *pair;
-    while ((pair = PyIter_Next(it)) != NULL) {
-        PyObject *k, *v;
-        int r = fc_unpack2(pair, &k, &v);
-        Py_DECREF(pair);
-        if (r == 0) {
-            r = PyObject_SetAttr(y, k, v);
-            Py_DECREF(k);
-            Py_DECREF(v);
-        }
-        if (r < 0) {
-            Py_DECREF(it);
-            return -1;
-        }
-    }
-    Py_DECREF(it);
-    return PyErr_Occurred() ? -1 : 0;
+    return r;
 }
 
 /* The state step of _reconstruct, after the state was (deep-)copied:
@@ -825,15 +833,8 @@ fc_method_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     PyObject *y = PyObject_CallFunctionObjArgs((PyObject *)Py_TYPE(f->x),
                                                PyMethod_GET_FUNCTION(f->x), res, NULL);
     Py_DECREF(res);
-    if (y == NULL) {
-        return -1;
-    }
-    if (fc_memo_finish(c, f->x, y) < 0) {
-        Py_DECREF(y);
-        return -1;
-    }
-    *out = y;
-    return 0;
+    *out = fc_memo_done(c, f->x, y);
+    return *out == NULL ? -1 : 0;
 }
 
 /* _reconstruct(x, memo, func, args, state, listiter, dictiter), deep */
@@ -1290,14 +1291,7 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
     return res;
 
 finish:
-    if (y == NULL) {
-        return NULL;
-    }
-    if (fc_memo_finish(c, x, y) < 0) {
-        Py_DECREF(y);
-        return NULL;
-    }
-    return y;
+    return fc_memo_done(c, x, y);
 }
 
 /* Is x to be shared rather than copied (deepcopy(share=...))?

@@ -546,6 +546,17 @@ fc_memo_finish(FcCtx *c, PyObject *x, PyObject *y)
     return fc_memo_keep_alive(c, x);
 }
 
+/* fc_memo_finish for a copy just made, which it takes over: y may be NULL
+   (its maker failed).  y | NULL+exc */
+FC_INLINE PyObject *
+fc_memo_done(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (y != NULL && fc_memo_finish(c, x, y) < 0) {
+        Py_CLEAR(y);
+    }
+    return y;
+}
+
 /* The same, for a copier that already stored memo[id(x)] = y before
    copying the children (list, dict, _reconstruct): a native memo cannot
    have changed since (no Python code holds it), so only the keep-alive is

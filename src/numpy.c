@@ -38,7 +38,6 @@ enum { FB_NP_ARRAY = FB_NP_FIRST };
 
 /* defined by later parts of the unity build */
 static int fc_stack_check(void);
-static int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
 static int fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames, const char *const *names, int nnames,
                     int npos, int nreq, PyObject **out);
@@ -280,18 +279,12 @@ fc_np_kind(FcState *st, PyTypeObject *tp)
             return 0;
         }
     }
+    /* (plan.c asks only for types without a copier registered in
+       copy._deepcopy_dispatch, and recomputes plans when it changes) */
     if ((PyObject *)tp != st->np_ndarray || !fc_np_api(st)) {
         return 0;
     }
-    /* a copier registered for ndarray in copy._deepcopy_dispatch comes
-       before __deepcopy__ (plans are recomputed when the table changes) */
-    PyObject *e;
-    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
-        return -1;
-    }
-    int registered = e != NULL && e != Py_None;
-    Py_XDECREF(e);
-    return registered ? 0 : FB_NP_ARRAY;
+    return FB_NP_ARRAY;
 }
 
 /* PyArray_NewLikeArray(a, KEEPORDER, NULL, 1), its data from the pool
@@ -534,14 +527,7 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
     else {
         y = fc_np_copy_objects(c, a);
     }
-    if (y == NULL) {
-        return NULL;
-    }
-    if (fc_memo_finish(c, x, y) < 0) {
-        Py_DECREF(y);
-        return NULL;
-    }
-    return y;
+    return fc_memo_done(c, x, y);
 }
 
 #else  /* !FC_HAVE_NUMPY: arrays take their own __deepcopy__ */

@@ -126,6 +126,19 @@ fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res)
     return *res == NULL ? -1 : 1;
 }
 
+/* Is key absent from table (no entry, or None)?  1 | 0 | -1+exc */
+static int
+fc_table_absent(FcState *st, PyObject *table, PyObject *key)
+{
+    PyObject *e;
+    if (fc_table_get(st, table, key, &e) < 0) {
+        return -1;
+    }
+    int absent = e == NULL || e == Py_None;
+    Py_XDECREF(e);
+    return absent;
+}
+
 /* Re-read the copy module's globals and recompute what is still the
    stdlib's original.  0 | -1+exc */
 static int
@@ -420,7 +433,7 @@ fc_plan_namedtuple(FcState *st, PyTypeObject *tp)
    without __setstate__.  Sets *slotnames (new ref, list) on success.
    1 plain | 0 not plain | -1+exc */
 static int
-fc_plan_plain_common(FcState *st, PyTypeObject *tp, PyObject **slotnames)
+fc_plan_plain_common(FcState *st, PyTypeObject *tp, int gflags, PyObject **slotnames)
 {
     *slotnames = NULL;
     if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
@@ -448,13 +461,7 @@ fc_plan_plain_common(FcState *st, PyTypeObject *tp, PyObject **slotnames)
             return 0;
         }
     }
-    PyObject *reductor;
-    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
-        return -1;
-    }
-    int has_reductor = reductor != NULL && reductor != Py_None;
-    Py_XDECREF(reductor);
-    if (has_reductor) {
+    if (!(gflags & FG_NO_REDUCTOR)) {
         return 0;
     }
     PyObject *names;
@@ -504,21 +511,16 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     /* what the generic road may skip: no entry in the stdlib's tables, and
        no __deepcopy__ reachable through a plain getattr (no instance dict
        that could shadow it, no __getattr__) */
-    PyObject *e0;
-    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e0) < 0) {
+    int absent = fc_table_absent(st, st->deep_dispatch, (PyObject *)tp);
+    if (absent < 0) {
         return -1;
     }
-    if (e0 == NULL || e0 == Py_None) {
-        p->gflags |= FG_NO_DEEP_DISPATCH;
-    }
-    Py_XDECREF(e0);
-    if (fc_table_get(st, st->dispatch_table, (PyObject *)tp, &e0) < 0) {
+    p->gflags |= absent ? FG_NO_DEEP_DISPATCH : 0;
+    absent = fc_table_absent(st, st->dispatch_table, (PyObject *)tp);
+    if (absent < 0) {
         return -1;
     }
-    if (e0 == NULL || e0 == Py_None) {
-        p->gflags |= FG_NO_REDUCTOR;
-    }
-    Py_XDECREF(e0);
+    p->gflags |= absent ? FG_NO_REDUCTOR : 0;
     if (tp->tp_getattro == PyObject_GenericGetAttr && tp->tp_dictoffset == 0
         && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
         p->gflags |= FG_NO_DEEPCOPY_HOOK;
@@ -570,7 +572,7 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     }
 
     PyObject *names = NULL;
-    int plain = fc_plan_plain_common(st, tp, &names);
+    int plain = fc_plan_plain_common(st, tp, p->gflags, &names);
     if (plain < 0) {
         return -1;
     }
@@ -578,13 +580,9 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     if (plain) {
         p->slotnames = names;
         p->has_slots = PyList_GET_SIZE(names) > 0;
-        if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
-            return -1;
-        }
-        if ((e == NULL || e == Py_None) && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
+        if ((p->gflags & FG_NO_DEEP_DISPATCH) && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
             p->deep = FP_PLAIN;
         }
-        Py_XDECREF(e);
         if (fc_table_get(st, st->copy_dispatch, (PyObject *)tp, &e) < 0) {
             return -1;
         }
@@ -604,14 +602,9 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     else if (tp->tp_getattro == PyObject_GenericGetAttr
              && !PyType_IsSubtype(tp, &PyType_Type)) {
         PyObject *enum_dc = fc_enum_deepcopy(st);
-        if (enum_dc != NULL && _PyType_Lookup(tp, st->s_deepcopy) == enum_dc) {
-            if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
-                return -1;
-            }
-            if (e == NULL || e == Py_None) {
-                p->deep = FP_IDENTITY;
-            }
-            Py_XDECREF(e);
+        if (enum_dc != NULL && _PyType_Lookup(tp, st->s_deepcopy) == enum_dc
+            && (p->gflags & FG_NO_DEEP_DISPATCH)) {
+            p->deep = FP_IDENTITY;
         }
     }
     return 0;

@@ -215,52 +215,9 @@ typedef struct {
     uint8_t op;
 } FcReplayFrame;
 
-/* Containers built by a replay stay untracked by the cyclic GC until the
-   whole replicate() call is done, so collections triggered by our own
-   allocations do not traverse the replicas again and again; they are
-   tracked before anyone can see them (dicts only if CPython would track
-   them: they hold a container). */
-typedef struct {
-    PyObject **objs;
-    Py_ssize_t n, cap;
-} FcUntracked;
-
-/* 0 | -1+exc */
-static int
-fc_replica_untrack(FcUntracked *u, PyObject *y)
-{
-    if (!PyObject_GC_IsTracked(y)) {
-        return 0;
-    }
-    if (u->n == u->cap) {
-        Py_ssize_t ncap = u->cap ? u->cap * 2 : 1024;
-        PyObject **no = PyMem_Realloc(u->objs, sizeof(PyObject *) * (size_t)ncap);
-        if (no == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        u->objs = no;
-        u->cap = ncap;
-    }
-    PyObject_GC_UnTrack(y);
-    u->objs[u->n++] = y;
-    return 0;
-}
-
-static void
-fc_replica_retrack(FcUntracked *u)
-{
-    for (Py_ssize_t i = 0; i < u->n; i++) {
-        PyObject_GC_Track(u->objs[i]);
-    }
-    PyMem_Free(u->objs);
-    u->objs = NULL;
-    u->n = u->cap = 0;
-}
-
 /* One replica.  new ref | NULL+exc */
 static PyObject *
-fc_tape_replay(FcTape *t, PyObject **nodes, FcReplayFrame *stack, FcUntracked *u)
+fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack)
 {
     Py_ssize_t sp = 0;
     PyObject *result = NULL;
@@ -293,7 +250,7 @@ fc_tape_replay(FcTape *t, PyObject **nodes, FcReplayFrame *stack, FcUntracked *u
             if (y == NULL) {
                 goto error;
             }
-            if (o->op != T_DICT && fc_replica_untrack(u, y) < 0) {
+            if (o->op != T_DICT && fc_untrack(c, y) < 0) {
                 Py_DECREF(y);
                 goto error;
             }
@@ -308,7 +265,7 @@ fc_tape_replay(FcTape *t, PyObject **nodes, FcReplayFrame *stack, FcUntracked *u
         default: /* T_END */
             sp--;
             v = stack[sp].y;
-            if (stack[sp].op == T_DICT && fc_replica_untrack(u, v) < 0) {
+            if (stack[sp].op == T_DICT && fc_untrack(c, v) < 0) {
                 Py_DECREF(v);
                 goto error;
             }
@@ -384,16 +341,16 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
             PyErr_NoMemory();
             goto error;
         }
-        FcUntracked u = {0};
+        /* replicas stay hidden from the cyclic GC until the call ends
+           (memo.c): collections our allocations trigger need not traverse
+           them again and again; fc_ctx_fini() tracks them again */
         for (; i < n; i++) {
-            PyObject *y = fc_tape_replay(&t, nodes, stack, &u);
+            PyObject *y = fc_tape_replay(&c, &t, nodes, stack);
             if (y == NULL) {
-                fc_replica_retrack(&u);
                 goto error;
             }
             PyList_SET_ITEM(out, i, y);
         }
-        fc_replica_retrack(&u);
     }
     for (; i < n; i++) {
         PyObject *y = fc_deepcopy(st, x, NULL, NULL, share);

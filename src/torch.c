@@ -541,14 +541,9 @@ fc_torch_kind(FcState *st, PyTypeObject *tp)
     if (!fc_torch_attrs_same(st, FT_TENSOR)) {
         return 0;
     }
-    /* a copier registered for the type wins over __deepcopy__ */
-    PyObject *e;
-    if (fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &e) < 0) {
-        return -1;
-    }
-    int registered = e != NULL && e != Py_None;
-    Py_XDECREF(e);
-    return registered ? 0 : kind;
+    /* (a copier registered in copy._deepcopy_dispatch wins: plan.c asks
+       only for types without one) */
+    return kind;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1219,12 +1214,5 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
         }
         y = fc_torch_tensor_deep(c, x);
     }
-    if (y == NULL) {
-        return NULL;
-    }
-    if (fc_memo_finish(c, x, y) < 0) {
-        Py_DECREF(y);
-        return NULL;
-    }
-    return y;
+    return fc_memo_done(c, x, y);
 }
