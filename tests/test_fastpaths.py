@@ -1,0 +1,368 @@
+"""The core's shortcuts, each compared with the stdlib through shape.assert_equivalent
+(result shape and aliasing, hook log, memo contents and keep-alive order, source after).
+
+Each shortcut is exercised where it applies and right at its edges, where it must step
+aside: plans for OrderedDict, namedtuples, classes overriding only __reduce__, enum
+members; dict prefill and its demotion; the single __setstate__ lookup; copies hidden
+from the cyclic GC during the call.
+"""
+import collections
+import copy
+import enum
+import gc
+
+import pytest
+
+from shape import Case, assert_equivalent
+
+
+def both_memo_modes(build):
+    """Scenarios with a fresh memo (native) and with a caller's dict memo."""
+    def native(impl):
+        x, log = build()
+        return Case(x, lambda: impl.deepcopy(x), log=log)
+
+    def visible(impl):
+        x, log = build()
+        memo = {}
+        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo, log=log)
+    return [native, visible]
+
+
+class Hook:
+    """Records its deepcopy and shares the log."""
+
+    def __init__(self, log, name):
+        self.log = log
+        self.name = name
+
+    def __deepcopy__(self, memo):
+        self.log.append(("deepcopy", self.name, len(memo)))
+        return Hook(self.log, self.name + "'")
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return isinstance(other, Hook) and other.name == self.name
+
+
+# ---------------------------------------------------------------------------
+# OrderedDict
+
+def _odicts():
+    log = []
+    od = collections.OrderedDict([(1, [1]), ("k", Hook(log, "v")), (Hook(log, "k"), (2, [3]))])
+    od.move_to_end(1)
+    with_attr = collections.OrderedDict(a=[1])
+    with_attr.note = ["attr"]                 # a non-empty instance dict: generic road
+
+    class Sub(collections.OrderedDict):
+        pass
+    sub = Sub(b=[2])
+    return [od, od, with_attr, sub, {"od": od}], log
+
+
+@pytest.mark.parametrize("scenario", both_memo_modes(_odicts), ids=["native", "memo"])
+def test_ordereddict(scenario):
+    assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# namedtuples
+
+Point = collections.namedtuple("Point", "x y")
+
+
+class PointWithDict(Point):                   # no __slots__: instances have a __dict__
+    pass
+
+
+class PointNewOverride(Point):
+    __slots__ = ()
+
+    def __new__(cls, x, y):
+        return super().__new__(cls, x, [y])
+
+
+class PointGetnewargs(Point):
+    __slots__ = ()
+
+    def __getnewargs__(self):
+        return (self.x, "replaced")
+
+
+def _namedtuples():
+    log = []
+    shared = [1]
+    pwd = PointWithDict(shared, 2)
+    pwd.extra = shared
+    items = [Point(shared, Hook(log, "h")), Point(1, 2), pwd,
+             PointNewOverride(shared, 3), PointGetnewargs(1, 2)]
+    return items + [items[0]], log
+
+
+@pytest.mark.parametrize("scenario", both_memo_modes(_namedtuples), ids=["native", "memo"])
+def test_namedtuples(scenario):
+    assert_equivalent(scenario)
+
+
+def test_namedtuple_pre_seeded_class_in_memo():
+    # the reduce args start with the class: a memo entry for it is honoured
+    def scenario(impl):
+        x = Point([1], 2)
+        memo = {id(Point): PointWithDict}
+        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo)
+    assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# classes that override only __reduce__
+
+class ReduceOnly:
+    def __init__(self, v=None):
+        self.v = v
+
+    def __reduce__(self):
+        return (ReduceOnly, (self.v,))
+
+
+class ReduceOnlyCounting:
+    calls = []
+
+    def __init__(self, v=None):
+        self.v = v
+
+    def __reduce__(self):
+        ReduceOnlyCounting.calls.append("reduce")
+        return (ReduceOnlyCounting, (self.v,))
+
+    def __getattribute__(self, name):
+        ReduceOnlyCounting.calls.append(name)
+        return object.__getattribute__(self, name)
+
+
+def _reduce_only():
+    log = []
+    shared = [1]
+    shadowed = ReduceOnly(shared)
+    shadowed.__reduce_ex__ = lambda proto: (list, ((7,),))   # instance dict shadows it
+    ReduceOnlyCounting.calls = log
+    return [ReduceOnly(shared), shadowed, ReduceOnlyCounting(shared), ReduceOnly(shared)], log
+
+
+@pytest.mark.parametrize("scenario", both_memo_modes(_reduce_only), ids=["native", "memo"])
+def test_reduce_only(scenario):
+    assert_equivalent(scenario)
+
+
+def test_reduce_only_shallow():
+    def scenario(impl):
+        x, log = _reduce_only()
+        return Case(x, lambda: [impl.copy(o) for o in x], log=log)
+    assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# __setstate__: one lookup with the generic getattr, two with a custom one
+
+class WithSetstate:
+    def __init__(self):
+        self.a = [1]
+
+    def __reduce__(self):
+        return (WithSetstate, (), {"a": self.a})
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+class CountingSetstate(WithSetstate):
+    log = []
+
+    def __reduce__(self):
+        return (CountingSetstate, (), {"a": self.a})
+
+    def __getattr__(self, name):         # only reached for missing names
+        CountingSetstate.log.append(("getattr", name))
+        raise AttributeError(name)
+
+    def __getattribute__(self, name):
+        if name == "__setstate__":
+            CountingSetstate.log.append(("getattribute", name))
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize("deep", [True, False], ids=["deepcopy", "copy"])
+def test_setstate_lookups(deep):
+    def scenario(impl):
+        log = []
+        CountingSetstate.log = log
+        x = [WithSetstate(), CountingSetstate()]
+        fn = impl.deepcopy if deep else impl.copy
+        return Case(x, lambda: [fn(o) for o in x], log=log)
+    assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# dict prefill and demotion
+
+def test_dict_same_size_key_swap_during_copy():
+    # a hook deletes a later key and adds another (same size): the stdlib's
+    # live iteration never sees the deleted key
+    def scenario(impl):
+        d = {}
+        log = []
+
+        class Swap:
+            def __reduce__(self):
+                if "z" in d:
+                    del d["z"]
+                    d["new"] = [1]
+                    log.append("swapped")
+                return (list, ())
+        d.update(a=1, s=Swap(), m=[2], z=3)
+        return Case(d, lambda: impl.deepcopy(d), log=log)
+    assert_equivalent(scenario)
+
+
+def test_dict_value_replaced_during_copy():
+    def scenario(impl):
+        d = {}
+
+        class Replace:
+            def __reduce__(self):
+                d["later"] = ["replaced"]
+                return (list, ())
+        d.update(first=Replace(), later=["original"], tail=(1, [2]))
+        return Case(d, lambda: impl.deepcopy(d))
+    assert_equivalent(scenario)
+
+
+def test_dict_seen_by_hook_mid_copy():
+    # a __deepcopy__ hook looks at the half-built copies in the memo
+    def scenario(impl):
+        log = []
+
+        class Peek:
+            def __deepcopy__(self, memo):
+                half = [sorted(map(repr, v.items())) for v in memo.values() if isinstance(v, dict)]
+                log.append(half)
+                return "P"
+        d = {"a": 1, "b": [1], "inner": {"x": [2], "p": Peek(), "y": [3]}, "c": 3, "d": [2]}
+        return Case(d, lambda: impl.deepcopy(d), log=log)
+    assert_equivalent(scenario)
+
+
+def test_dict_non_atomic_key_demotes():
+    def scenario(impl):
+        log = []
+        k = Hook(log, "key")
+        d = {"a": [1], k: [2], "b": Hook(log, "v"), (1, (2, 3)): 4}
+        return Case(d, lambda: impl.deepcopy(d), log=log)
+    assert_equivalent(scenario)
+
+
+def test_dict_self_reference_and_split_table():
+    class Obj:
+        pass
+
+    def scenario(impl):
+        o = Obj()
+        o.a = [1]
+        o.b = 2
+        d = {"self": None, "inst_dict": o.__dict__, "o": o}
+        d["self"] = d
+        return Case(d, lambda: impl.deepcopy(d))
+    assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# enum members: the identity plan only for the stdlib's `return self`
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+def test_enum_members():
+    for scenario in both_memo_modes(lambda: ([Color.RED, Color.BLUE, Color.RED, {"c": Color.RED}], [])):
+        assert_equivalent(scenario)
+
+
+def test_enum_deepcopy_replaced_is_called():
+    calls = []
+
+    def fake(self, memo):
+        calls.append(self)
+        return "copied"
+    original = enum.Enum.__deepcopy__
+    enum.Enum.__deepcopy__ = fake
+    try:
+        def scenario(impl):
+            calls.clear()
+            x = [Color.RED]
+            return Case(x, lambda: impl.deepcopy(x), log=calls)
+        assert assert_equivalent(scenario)["log"] == [Color.RED]
+    finally:
+        enum.Enum.__deepcopy__ = original
+
+
+# ---------------------------------------------------------------------------
+# copies and the cyclic GC
+
+def test_results_tracked_like_the_stdlib(impl):
+    x = {"l": [1, [2]], "t": ([1], 2), "d": {"k": [3]}, "atomic_d": {"k": 3}, "o": Point([1], 2)}
+    y = impl.deepcopy(x)
+    ref = copy.deepcopy(x)
+    for key in x:
+        assert gc.is_tracked(y[key]) == gc.is_tracked(ref[key]), key
+    assert gc.is_tracked(y) == gc.is_tracked(ref)
+
+
+def test_cyclic_copies_and_partial_results_are_collectable(impl):
+    import weakref
+
+    class Node:
+        pass
+    n = Node()
+    n.me = n
+    n.items = [n, {"n": n}]
+    y = impl.deepcopy(n)
+    ref = weakref.ref(y)
+    del y
+    gc.collect()
+    assert ref() is None
+
+    made = []
+
+    class Fail:
+        def __reduce__(self):
+            raise ValueError("stop")
+
+    class Tracked(list):
+        def __init__(self, *a):
+            super().__init__(*a)
+            made.append(weakref.ref(self))
+    src = []
+    src.append(src)
+    src.append(Tracked([src]))
+    src.append(Fail())
+    with pytest.raises(ValueError):
+        impl.deepcopy(src)
+    gc.collect()
+    assert all(r() is None for r in made[1:])      # made[0] is the source's own
+
+
+def test_hook_sees_tracked_copies():
+    # a hook that gets the memo sees every copy made so far tracked again
+    seen = []
+
+    class Look:
+        def __deepcopy__(self, memo):
+            seen.extend(gc.is_tracked(v) for v in memo.values()
+                        if isinstance(v, (list, dict)) and v is not memo.get(id(memo)))
+            return self
+    import fastcopy
+    fastcopy.deepcopy([[1, [2]], {"a": [3]}, Look()])
+    assert seen and all(seen)
