@@ -320,6 +320,7 @@ fc_torch_init(FcState *st)
     PyObject *names = NULL, *attr_names = NULL, *attrs = NULL, *probes = NULL;
     PyObject *tensor = NULL, *param = NULL, *ustorage = NULL, *tstorage = NULL;
     PyObject *strided = NULL, *preserve = NULL;
+    int rc;
     if (torch == NULL || tmod == NULL || smod == NULL || pmod == NULL || cmod == NULL) {
         return 0;   /* not imported (or still importing): look again later */
     }
@@ -469,25 +470,18 @@ fc_torch_init(FcState *st)
     Py_DECREF(tstorage);
     return 1;
 
-not_yet:
-    PyErr_Clear();
-    Py_XDECREF(names);
-    Py_XDECREF(attr_names);
-    Py_XDECREF(attrs);
-    Py_XDECREF(probes);
-    Py_XDECREF(tensor);
-    Py_XDECREF(param);
-    Py_XDECREF(ustorage);
-    Py_XDECREF(tstorage);
-    Py_XDECREF(strided);
-    Py_XDECREF(preserve);
-    return 0;
 never:
     st->torch_checked = -1;
     Py_CLEAR(st->torch_names);
     Py_CLEAR(st->torch_attrs);
-    goto not_yet;
+    /* fall through */
+not_yet:
+    PyErr_Clear();
+    rc = 0;
+    goto release;
 error:
+    rc = -1;
+release:
     Py_XDECREF(names);
     Py_XDECREF(attr_names);
     Py_XDECREF(attrs);
@@ -498,7 +492,7 @@ error:
     Py_XDECREF(tstorage);
     Py_XDECREF(strided);
     Py_XDECREF(preserve);
-    return -1;
+    return rc;
 }
 
 /* FB_* kind for tp, 0 when not torch's.  kind | 0 | -1+exc */
