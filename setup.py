@@ -70,7 +70,7 @@ def _numpy_include():
     return None
 
 
-include_dirs = ["src"]
+include_dirs = ["src", "cuda"]
 core_macros = list(macros)
 np_inc = _numpy_include()
 if np_inc is not None:
@@ -82,7 +82,7 @@ if np_inc is not None:
 core = Extension(
     "fastcopy._fastcopy",
     sources=["src/_fastcopy.c"],
-    depends=sorted(glob.glob("src/*.c") + glob.glob("src/*.h")),
+    depends=sorted(glob.glob("src/*.c") + glob.glob("src/*.h") + ["cuda/fc_cuda_capi.h"]),
     include_dirs=include_dirs,
     define_macros=core_macros,
     extra_compile_args=cflags,

@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "fc_cuda.h"
+#include "fc_cuda_capi.h"
 
 #ifdef FC_CUDA_ABI_CHECKED
 extern const int fc_cuda_abi_checked_version;   /* abi_check.c */
@@ -73,6 +74,7 @@ typedef struct {
     int batch_abi;              /* 0 none | 1 12.8 ABI (failIdx) | 2 13.0 ABI */
     int ndev;
     FcCudaDevice *devs;
+    const char *last_path;      /* path of the last C API submission, for tests */
 
     fc_cuGetProcAddress_v1_t gpa1;
     fc_cuGetProcAddress_v2_t gpa2;
@@ -418,8 +420,9 @@ fc_cuda_driver_version(PyObject *module, PyObject *Py_UNUSED(ignored))
 PyDoc_STRVAR(info_doc,
 "info() -> dict\n\n"
 "What was loaded: library path, driver version, cuGetProcAddress and batch\n"
-"ABIs, device count, and the CUDA headers the hand-declared ABI was checked\n"
-"against at build time (None when built without them).  Never raises.");
+"ABIs, device count, the CUDA headers the hand-declared ABI was checked\n"
+"against at build time (None when built without them), and the path the\n"
+"last batch from a deepcopy call took (None before one).  Never raises.");
 
 static PyObject *
 fc_cuda_info(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -435,7 +438,7 @@ fc_cuda_info(PyObject *module, PyObject *Py_UNUSED(ignored))
     checked = Py_NewRef(Py_None);
 #endif
     return Py_BuildValue(
-        "{sOsssssNsNsNsisN}",
+        "{sOsssssNsNsNsisNsz}",
         "available", ok ? Py_True : Py_False,
         "reason", st->reason,
         "library", st->path,
@@ -448,7 +451,8 @@ fc_cuda_info(PyObject *module, PyObject *Py_UNUSED(ignored))
                      : st->batch_abi == 1 ? PyUnicode_FromString("12.8")
                      : Py_NewRef(Py_None),
         "devices", ok ? st->ndev : 0,
-        "abi_checked_against", checked);
+        "abi_checked_against", checked,
+        "last_path", st->last_path);
 }
 
 PyDoc_STRVAR(copy_batch_doc,
@@ -567,6 +571,78 @@ error:
     return result;
 }
 
+/* ------------------------------------------------------------------------ */
+/* C API for the core (fc_cuda_capi.h)                                       */
+/* ------------------------------------------------------------------------ */
+
+/* 0 | -1+exc */
+static int
+fc_cuda_capi_ready(void *ctx)
+{
+    return fc_cuda_require((FcCudaState *)ctx) ? 0 : -1;
+}
+
+/* Without the GIL.  0 | -1 with err set */
+static int
+fc_cuda_capi_submit(void *ctx, int device, uintptr_t stream,
+                    unsigned long long *dsts, unsigned long long *srcs, size_t *sizes,
+                    size_t n, char *err, size_t errlen)
+{
+    FcCudaState *st = ctx;
+    FcCudaResult res;
+    if (st->state != 1) {
+        snprintf(err, errlen, "the CUDA driver is not loaded");
+        return -1;
+    }
+    if (device < 0 || device >= st->ndev) {
+        snprintf(err, errlen, "device %d out of range (%d CUDA devices)", device, st->ndev);
+        return -1;
+    }
+    fc_cuda_submit(st, device, (fc_CUstream)stream, (fc_CUdeviceptr *)dsts,
+                   (fc_CUdeviceptr *)srcs, sizes, n, &res);
+    if (res.what != NULL) {
+        char name[128];
+        fc_cuda_errname(st, res.rc, name, sizeof(name));
+        if (res.index != (size_t)-1)
+            snprintf(err, errlen, "%s failed: %s (copy %zu of %zu)", res.what, name,
+                     res.index, n);
+        else
+            snprintf(err, errlen, "%s failed: %s", res.what, name);
+        return -1;
+    }
+    st->last_path = res.path;
+    return 0;
+}
+
+static void
+fc_cuda_capi_free(PyObject *capsule)
+{
+    PyMem_Free(PyCapsule_GetPointer(capsule, FC_CUDA_CAPI_NAME));
+}
+
+/* Module exec: the "_C_API" capsule.  0 | -1+exc */
+static int
+fc_cuda_exec(PyObject *module)
+{
+    FcCudaCAPI *api = PyMem_Calloc(1, sizeof(*api));
+    if (api == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    api->version = FC_CUDA_CAPI_VERSION;
+    api->ctx = fc_cuda_state(module);
+    api->ready = fc_cuda_capi_ready;
+    api->submit = fc_cuda_capi_submit;
+    PyObject *cap = PyCapsule_New(api, FC_CUDA_CAPI_NAME, fc_cuda_capi_free);
+    if (cap == NULL) {
+        PyMem_Free(api);
+        return -1;
+    }
+    int r = PyModule_AddObjectRef(module, "_C_API", cap);
+    Py_DECREF(cap);
+    return r;
+}
+
 PyDoc_STRVAR(forget_doc,
 "_forget_driver()\n\n"
 "Tests only: forget what was loaded so the next call loads again (reading\n"
@@ -602,6 +678,7 @@ fc_cuda_free(void *module)
 }
 
 static PyModuleDef_Slot fc_cuda_slots[] = {
+    {Py_mod_exec, fc_cuda_exec},
 #if PY_VERSION_HEX >= 0x030C0000
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif

@@ -127,8 +127,14 @@ def backends():
     why not).  Imports nothing."""
     info = _fastcopy.backends()
     torch = _sys.modules.get("torch")
+    settings = _fastcopy.configure()
     info["torch"] = {"version": getattr(torch, "__version__", None),
-                     "native": torch is not None}
+                     "native": torch is not None,
+                     "defer": settings["torch_defer"]}
     from ._snapshot import _cuda_backend_info
     info["cuda"] = _cuda_backend_info()
+    # CUDA tensors copied natively: switched on, and both ends present
+    info["cuda"]["tensors"] = bool(
+        settings["torch_cuda"] and info["cuda"].get("available")
+        and torch is not None and hasattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream"))
     return info

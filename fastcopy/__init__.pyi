@@ -115,7 +115,7 @@ class cowdict(MutableMapping[_KT, _VT]):
     def __ior__(self, other: Iterable[tuple[_KT, _VT]], /) -> Self: ...
 
 def configure(**options: Any) -> dict[str, Any]:
-    """Set process-wide options by keyword; returns the settings now in force."""
+    """Set process-wide options by keyword; returns the previous settings (configure(**old) restores them)."""
 
 def trim() -> int:
     """Give the buffer pool's cached memory back; returns the number of bytes released."""

@@ -187,7 +187,9 @@ def _cuda_backend_info():
         "batch_api": info["batch_abi"],
         "devices": info["devices"],
         "abi_checked_against": info["abi_checked_against"],
-        "used_for": ("nothing yet: copy.deepcopy of CUDA tensors goes through "
-                     "torch's own path; fastcopy._cuda.copy_batch is available "
-                     "to the torch backend"),
+        "used_for": ("deepcopy of plain CUDA tensors and Parameters, one batch per "
+                     "device and call, when configure(torch_cuda=True); off by default "
+                     "(torch's own path) until verified on a GPU with "
+                     "python -m fastcopy.gpucheck"),
+        "last_path": info["last_path"],
     }

@@ -4,6 +4,7 @@
  * gives cross-file inlining without LTO.
  */
 #include "fastcopy.h"
+#include "defer.c"
 #include "memo.c"
 #include "buffers.c"
 #include "pool.c"

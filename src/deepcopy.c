@@ -603,41 +603,46 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return 0;
 }
 
-/* Turn a prefilled dict frame into an ordinary one: delete from y every
-   entry after the f->u.dict.done already copied (y's order is x's order at
-   the time of the copy, and only values were replaced since).
-   0 | -1+exc */
+/* Turn a prefilled dict frame into an ordinary one: y keeps only the
+   f->u.dict.done entries already copied (y's order is x's order at the
+   time of the copy, and only values were replaced since).  y is emptied
+   and those entries put back: deleting the others would hash their keys,
+   and a key that is not quiet (fc_key_quiet) may be user code the stdlib
+   never calls there.  The entries put back all have quiet keys: prefill
+   demotes at the first key that is not.  0 | -1+exc */
 static int
 fc_dict_demote(FcFrame *f)
 {
-    PyObject *y = f->y, *k, *drop;
-    Py_ssize_t pos = 0, i = 0, n = PyDict_GET_SIZE(y) - f->u.dict.done;
+    PyObject *y = f->y, *k, *v, *keep;
+    Py_ssize_t pos = 0, i = 0, done = f->u.dict.done;
     f->prefill = 0;
-    if (n <= 0) {
+    if (PyDict_GET_SIZE(y) <= done) {
         return 0;
     }
-    drop = PyList_New(0);
-    if (drop == NULL) {
+    keep = PyList_New(0);
+    if (keep == NULL) {
         return -1;
     }
-    while (PyDict_Next(y, &pos, &k, NULL)) {
-        if (i++ >= f->u.dict.done) {
-            Py_INCREF(k);
-            int r = PyList_Append(drop, k);
-            Py_DECREF(k);
-            if (r < 0) {
-                Py_DECREF(drop);
-                return -1;
-            }
-        }
-    }
-    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(drop); j++) {
-        if (PyDict_DelItem(y, PyList_GET_ITEM(drop, j)) < 0) {
-            Py_DECREF(drop);
+    while (i++ < done && PyDict_Next(y, &pos, &k, &v)) {
+        FC_ASSERT(fc_key_quiet(k));
+        Py_INCREF(k);
+        Py_INCREF(v);
+        int r = PyList_Append(keep, k) < 0 || PyList_Append(keep, v) < 0 ? -1 : 0;
+        Py_DECREF(k);
+        Py_DECREF(v);
+        if (r < 0) {
+            Py_DECREF(keep);
             return -1;
         }
     }
-    Py_DECREF(drop);
+    PyDict_Clear(y);
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(keep); j += 2) {
+        if (PyDict_SetItem(y, PyList_GET_ITEM(keep, j), PyList_GET_ITEM(keep, j + 1)) < 0) {
+            Py_DECREF(keep);
+            return -1;
+        }
+    }
+    Py_DECREF(keep);
     return 0;
 }
 
@@ -680,8 +685,11 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             }
             res = k;                       /* deepcopy(k) is k: no round trip */
         }
-        /* D_KEY: res is the copied key */
-        int r = PyDict_SetItem(y, res, f->u.dict.val);
+        /* D_KEY: res is the copied key; its __hash__ may be user code */
+        int r = fc_key_quiet(res) ? 0 : fc_defer_flush(c);
+        if (r == 0) {
+            r = PyDict_SetItem(y, res, f->u.dict.val);
+        }
         Py_DECREF(res);
         Py_CLEAR(f->u.dict.val);
         if (r < 0) {
@@ -709,8 +717,9 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
         }
-        if (f->prefill && !fc_deep_atomic(c, k)) {
-            /* the copied key might differ: insertion order would */
+        if (f->prefill && !(fc_deep_atomic(c, k) && fc_key_quiet(k))) {
+            /* the copied key might differ: insertion order would; or its
+               hash is not the interpreter's own */
             Py_INCREF(k);
             Py_INCREF(v);
             int r = fc_dict_demote(f);
@@ -728,7 +737,10 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                     if (!(f->prefill && cv == v)) {
                         Py_INCREF(ck);
                         Py_INCREF(cv);
-                        int r = PyDict_SetItem(y, ck, cv);
+                        int r = fc_key_quiet(ck) ? 0 : fc_defer_flush(c);
+                        if (r == 0) {
+                            r = PyDict_SetItem(y, ck, cv);
+                        }
                         Py_DECREF(ck);
                         Py_DECREF(cv);
                         if (r < 0) {
@@ -855,6 +867,11 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 *out = Py_NewRef(PyTuple_GET_ITEM(r->args, r->i));
                 return 1;
             }
+            /* a plan's object.__new__ and OrderedDict() run no user code */
+            if (r->ptype == NULL && r->func != (PyObject *)&PyODict_Type
+                && fc_defer_flush(c) < 0) {
+                return -1;
+            }
             f->y = fc_call_reduce_func(st, r->func, r->newargs);
             if (f->y == NULL) {
                 return -1;
@@ -875,7 +892,12 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         case R_STATE_GOT: {
             int no_setstate = r->ptype != NULL && Py_TYPE(f->y) == r->ptype
                               && fc_type_tag(r->ptype) == r->ptag;
-            int rc = fc_apply_state(st, f->y, res, no_setstate);
+            /* a plain __dict__ update runs no user code; __setstate__ and
+               slot setattr may */
+            int rc = (no_setstate && PyDict_CheckExact(res)) ? 0 : fc_defer_flush(c);
+            if (rc == 0) {
+                rc = fc_apply_state(st, f->y, res, no_setstate);
+            }
             Py_CLEAR(res);
             if (rc < 0) {
                 return -1;
@@ -885,6 +907,9 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
         case R_LIST_START:
             if (r->listiter != NULL) {
+                if (fc_defer_flush(c) < 0) {
+                    return -1;
+                }
                 Py_SETREF(r->listiter, PyObject_GetIter(r->listiter));
                 if (r->listiter == NULL) {
                     return -1;
@@ -896,7 +921,10 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             }
             break;
         case R_LIST_GOT: {
-            int rc = fc_append(st, f->y, res);
+            int rc = PyList_CheckExact(f->y) ? 0 : fc_defer_flush(c);
+            if (rc == 0) {
+                rc = fc_append(st, f->y, res);
+            }
             Py_CLEAR(res);
             if (rc < 0) {
                 return -1;
@@ -905,6 +933,9 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             break;
         }
         case R_LIST_NEXT: {
+            if (fc_defer_flush(c) < 0) {
+                return -1;
+            }
             PyObject *item = PyIter_Next(r->listiter);
             if (item == NULL) {
                 if (PyErr_Occurred()) {
@@ -921,6 +952,10 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             if (r->dictiter == NULL) {
                 goto done;
             }
+            /* OrderedDict's own items iterator runs no user code */
+            if (r->func != (PyObject *)&PyODict_Type && fc_defer_flush(c) < 0) {
+                return -1;
+            }
             Py_SETREF(r->dictiter, PyObject_GetIter(r->dictiter));
             if (r->dictiter == NULL) {
                 return -1;
@@ -928,6 +963,9 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             f->phase = R_DICT_NEXT;
             break;
         case R_DICT_NEXT: {
+            if (r->func != (PyObject *)&PyODict_Type && fc_defer_flush(c) < 0) {
+                return -1;
+            }
             PyObject *pair = PyIter_Next(r->dictiter);
             if (pair == NULL) {
                 if (PyErr_Occurred()) {
@@ -953,7 +991,13 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             r->pval = NULL;
             return 1;
         case R_DICT_VAL: {
-            int rc = PyObject_SetItem(f->y, r->key, res);
+            /* a key's __hash__/__eq__, a mapping's __setitem__ */
+            int rc = (fc_key_quiet(r->key) && (PyDict_CheckExact(f->y)
+                                                || PyODict_CheckExact(f->y)))
+                     ? 0 : fc_defer_flush(c);
+            if (rc == 0) {
+                rc = PyObject_SetItem(f->y, r->key, res);
+            }
             Py_CLEAR(res);
             Py_CLEAR(r->key);
             if (rc < 0) {
@@ -1221,6 +1265,11 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *copier = NULL, *y = NULL;
 
+    /* a copier, hook or reduce runs: results recorded so far must be
+       complete (defer.c) */
+    if (fc_defer_flush(c) < 0) {
+        return NULL;
+    }
     if (!(gflags & FG_NO_DEEP_DISPATCH)
         && fc_table_get(st, st->deep_dispatch, (PyObject *)tp, &copier) < 0) {
         return NULL;
@@ -1642,6 +1691,8 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->hook_depth = 0;
     c->untracked = NULL;
     c->nuntracked = c->capuntracked = 0;
+    c->ops = NULL;
+    c->nops = c->capops = 0;
 }
 
 FC_INLINE void
@@ -1649,6 +1700,10 @@ fc_ctx_fini(FcCtx *c)
 {
     /* before anything is released: nothing may stay hidden from the GC */
     fc_retrack_all(c);
+    /* every entry point ran fc_defer_end() already */
+    FC_ASSERT(c->nops == 0);
+    fc_defer_release(c);
+    PyMem_Free(c->ops);
     while (c->nframes > 0) {
         fc_pop(c);
     }
@@ -1694,6 +1749,7 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
     }
     /* with a caller's memo the lookup above was deepcopy()'s own */
     y = c.mode == FC_MEMO_NATIVE ? fc_walk(&c, x) : fc_walk_looked_up(&c, x);
+    y = fc_defer_end(&c, y);
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
     return y;

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fc_cuda_capi.h"
+
 /* ------------------------------------------------------------------ */
 /* Macros and version shims                                            */
 /* ------------------------------------------------------------------ */
@@ -277,6 +279,15 @@ typedef struct {
     PyObject *torch_incr_version;  /* torch._C._increment_version */
     int torch_param_swap;          /* a fresh Tensor may become a Parameter
                                       through object.__class__ (torch.c) */
+    int torch_defer;               /* record byte copies until a flush (defer.c) */
+    int torch_cuda;                /* copy plain CUDA tensors natively */
+    PyObject *torch_cuda_stream;   /* torch._C._cuda_getCurrentRawStream or NULL */
+    int torch_fake_device;         /* tests: CPU copies go to this CUDA device (-1 off) */
+    uintptr_t torch_fake_stream;   /* tests: ... on this stream */
+    PyObject *cuda_mod;            /* fastcopy._cuda once its C API is used */
+    const FcCudaCAPI *cuda_api;
+    Py_ssize_t defer_flushes;      /* counters for tests (sysinfo) */
+    Py_ssize_t cuda_batches;
 
     FcPlan plans[FC_PLAN_SLOTS];
 } FcState;
@@ -334,6 +345,16 @@ typedef struct {
 
 #define FC_FRAMES_INLINE 4
 
+/* A byte copy recorded by torch.c and run at the next flush (defer.c). */
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t n;
+    PyObject *src_owner, *dst_owner;   /* strong */
+    int dev;                           /* CUDA device, -1: host memory */
+    uintptr_t stream;                  /* CUstream when dev >= 0 */
+} FcCopyOp;
+
 typedef struct {
     FcState *st;
     int mode;                 /* FC_MEMO_* */
@@ -346,6 +367,8 @@ typedef struct {
     Py_ssize_t hook_depth;    /* frames on the stack that run user code */
     PyObject **untracked;     /* copies hidden from the cyclic GC, strong */
     Py_ssize_t nuntracked, capuntracked;
+    FcCopyOp *ops;            /* deferred byte copies (defer.c) */
+    Py_ssize_t nops, capops;
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

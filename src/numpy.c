@@ -556,11 +556,13 @@ fc_np_settings(FcState *st)
 {
     size_t cached, maxb, hits, misses;
     fc_pool_stats(&cached, &maxb, &hits, &misses);
-    return Py_BuildValue("{s:i,s:n,s:O,s:n}",
+    return Py_BuildValue("{s:i,s:n,s:O,s:n,s:O,s:O}",
                          "numpy_threads", st->np_threads,
                          "numpy_parallel_min_bytes", st->np_par_min,
                          "numpy_pool", st->np_pool ? Py_True : Py_False,
-                         "numpy_pool_max_bytes", (Py_ssize_t)maxb);
+                         "numpy_pool_max_bytes", (Py_ssize_t)maxb,
+                         "torch_defer", st->torch_defer ? Py_True : Py_False,
+                         "torch_cuda", st->torch_cuda ? Py_True : Py_False);
 }
 
 /* A non-negative int keyword.  0 | -1+exc */
@@ -586,7 +588,8 @@ fc_np_size_arg(const char *name, PyObject *v, Py_ssize_t *out)
 
 PyDoc_STRVAR(fc_configure_doc,
 "configure(*, numpy_threads=None, numpy_parallel_min_bytes=None,\n"
-"          numpy_pool=None, numpy_pool_max_bytes=None)\n--\n\n"
+"          numpy_pool=None, numpy_pool_max_bytes=None, torch_defer=None,\n"
+"          torch_cuda=None)\n--\n\n"
 "Tune the buffer backends; arguments left as None keep their value.\n"
 "Returns the previous settings as a dict, so configure(**old) restores\n"
 "them.\n\n"
@@ -597,7 +600,14 @@ PyDoc_STRVAR(fc_configure_doc,
 "numpy_pool: allocate the data of copied arrays of 1 MiB and more from a\n"
 "    pool that keeps freed blocks (already faulted pages) for the next\n"
 "    copy.  Off by default: it keeps memory.  Turning it off trims it.\n"
-"numpy_pool_max_bytes: how many bytes of free blocks the pool keeps.");
+"numpy_pool_max_bytes: how many bytes of free blocks the pool keeps.\n"
+"torch_defer: record the byte copies of torch tensors and run them\n"
+"    together, before any user code and at the end of the call (on by\n"
+"    default).  Copies adding up to numpy_parallel_min_bytes run on\n"
+"    numpy_threads threads with the GIL released.\n"
+"torch_cuda: copy plain CUDA tensors natively, their bytes in one batch\n"
+"    per device on torch's current stream (off by default: see\n"
+"    docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.");
 
 static PyObject *
 fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -605,13 +615,14 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 {
     FcState *st = (FcState *)PyModule_GetState(module);
     static const char *const names[] = {"numpy_threads", "numpy_parallel_min_bytes",
-                                        "numpy_pool", "numpy_pool_max_bytes"};
-    PyObject *o[4];
-    if (fc_parse("configure", args, nargs, kwnames, names, 4, 0, 0, o) < 0) {
+                                        "numpy_pool", "numpy_pool_max_bytes",
+                                        "torch_defer", "torch_cuda"};
+    PyObject *o[6];
+    if (fc_parse("configure", args, nargs, kwnames, names, 6, 0, 0, o) < 0) {
         return NULL;
     }
     Py_ssize_t threads = -1, par_min = -1, pool_max = -1;
-    int pool = -1;
+    int pool = -1, defer = -1, cuda = -1;
     if (o[0] != NULL && o[0] != Py_None) {
         if (fc_np_size_arg("numpy_threads", o[0], &threads) < 0) {
             return NULL;
@@ -631,6 +642,10 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         && fc_np_size_arg("numpy_pool_max_bytes", o[3], &pool_max) < 0) {
         return NULL;
     }
+    if ((o[4] != NULL && o[4] != Py_None && (defer = PyObject_IsTrue(o[4])) < 0)
+        || (o[5] != NULL && o[5] != Py_None && (cuda = PyObject_IsTrue(o[5])) < 0)) {
+        return NULL;
+    }
     PyObject *old = fc_np_settings(st);
     if (old == NULL) {
         return NULL;
@@ -641,6 +656,12 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (par_min >= 0) {
         st->np_par_min = par_min;
     }
+    if (defer >= 0) {
+        st->torch_defer = defer;
+    }
+    if (cuda >= 0) {
+        st->torch_cuda = cuda;
+    }
     if (pool >= 0 || pool_max >= 0) {
         size_t cached, maxb, hits, misses;
         fc_pool_stats(&cached, &maxb, &hits, &misses);
@@ -650,6 +671,39 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         fc_pool_configure(st->np_pool, pool_max >= 0 ? (size_t)pool_max : maxb);
     }
     return old;
+}
+
+PyDoc_STRVAR(fc_defer_stats_doc,
+"_defer_stats()\n--\n\n"
+"Tests: how many times deferred byte copies were flushed, and how many\n"
+"CUDA batches were submitted, since the module was loaded.");
+
+static PyObject *
+fc_py_defer_stats(PyObject *module, PyObject *unused)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    return Py_BuildValue("{s:n,s:n}", "flushes", st->defer_flushes,
+                         "cuda_batches", st->cuda_batches);
+}
+
+PyDoc_STRVAR(fc_fake_cuda_doc,
+"_fake_cuda(device, stream)\n--\n\n"
+"Tests only: send the byte copies of CPU tensors through the CUDA path as\n"
+"if they lived on `device` (-1: stop), enqueued on `stream`, so that a fake\n"
+"driver (tests/fakecuda) sees them.  Never use with a real driver.");
+
+static PyObject *
+fc_py_fake_cuda(PyObject *module, PyObject *args)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    int device;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "iK:_fake_cuda", &device, &stream)) {
+        return NULL;
+    }
+    st->torch_fake_device = device < 0 ? -1 : device;
+    st->torch_fake_stream = (uintptr_t)stream;
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(fc_trim_doc,
@@ -724,6 +778,8 @@ static PyMethodDef fc_np_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))fc_py_configure,
      METH_FASTCALL | METH_KEYWORDS, fc_configure_doc},
     {"trim", fc_py_trim, METH_NOARGS, fc_trim_doc},
+    {"_defer_stats", fc_py_defer_stats, METH_NOARGS, fc_defer_stats_doc},
+    {"_fake_cuda", fc_py_fake_cuda, METH_VARARGS, fc_fake_cuda_doc},
     {"backends", fc_py_backends, METH_NOARGS, fc_backends_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -737,5 +793,9 @@ fc_np_exec(PyObject *module, FcState *st)
     st->np_par_min = FC_NP_DEFAULT_PAR_MIN;
     st->np_pool = 0;
     st->np_pool_min = (Py_ssize_t)FC_POOL_MIN;
+    st->torch_defer = 1;
+    st->torch_cuda = 0;
+    st->torch_fake_device = -1;
+    st->torch_fake_stream = 0;
     return PyModule_AddFunctions(module, fc_np_methods);
 }

@@ -10,6 +10,10 @@ static int
 fc_share_match(FcCtx *c, PyObject *x)
 {
     PyObject *s = c->share;
+    /* the predicate (or a metaclass's __instancecheck__) is user code */
+    if (fc_defer_flush(c) < 0) {
+        return -1;
+    }
     if (PyType_Check(s) || PyTuple_Check(s)) {
         return PyObject_IsInstance(x, s);
     }

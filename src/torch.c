@@ -28,9 +28,10 @@
  *   invisible; set_ accepts the untyped storage itself.  The fresh tensor we
  *   set_ comes from self.new() (no allocation) instead of new_empty([]):
  *   set_ replaces everything new_empty set up (sizes, strides, storage), and
- *   both start at version 0 and leave set_ at version 1.  The byte copy of
- *   small storages is a memcpy between the two data pointers; large ones use
- *   torch's own copy_ (parallel).  The memo holds a string key ("torch"), so
+ *   both start at version 0 and leave set_ at version 1.  The byte copy
+ *   between the two data pointers is recorded in the call's queue and run
+ *   at the next flush (defer.c), with the others; configure(torch_defer=
+ *   False) runs each at once.  The memo holds a string key ("torch"), so
  *   the call's memo is exposed as a dict before the first tensor.
  *
  *   Parameter.__deepcopy__(memo):
@@ -43,12 +44,21 @@
  * Declined (NULL without an exception -> the walker calls the object's own
  * __deepcopy__ with the same memo): any active torch function mode,
  * dispatch mode, functorch transform or inference mode; a memo that is not
- * a dict; tensors that are not CPU, strided, leaf, or are quantized, conj,
+ * a dict; tensors that are not CPU (or CUDA, when configure(torch_cuda=
+ * True) and torch has CUDA), strided, leaf, or are quantized, conj,
  * neg, inference, or have a non-empty __dict__; a .grad (or its .grad) that
  * would be declined itself; any of the captured attributes replaced on the
  * classes, a __deepcopy__ in the instance dict, an entry for the type in
  * copy._deepcopy_dispatch, or copy.deepcopy replaced.  Every check runs
  * before the first side effect.
+ *
+ * CUDA tensors take the very same steps: torch allocates the results on the
+ * tensor's device (its caching allocator, on the current stream, as
+ * UntypedStorage(n, device=...) and empty_like do in torch's own path), and
+ * the byte copies go to fastcopy._cuda on torch's current stream of that
+ * device -- the stream torch's copy_ would use -- without synchronizing.
+ * Off by default until `python -m fastcopy.gpucheck` has been run on real
+ * hardware for this code (docs/buffers-cuda.md).
  */
 #include "fastcopy.h"
 
@@ -56,10 +66,6 @@ enum {
     FB_TORCH_TENSOR = FB_TORCH_FIRST,
     FB_TORCH_PARAM,
 };
-
-/* storages up to this size are copied with memcpy; larger ones with
-   torch's own (multithreaded) copy_ */
-#define FC_TORCH_MEMCPY_MAX ((Py_ssize_t)1 << 20)
 
 /* Owners of the captured attributes. */
 enum { FT_TENSOR, FT_PARAM, FT_USTORAGE, FT_TSTORAGE };
@@ -146,6 +152,9 @@ static const FcTorchAttr fc_torch_attrs[] = {
     {FT_TENSOR, "__torch_dispatch__", NULL},
     {FT_PARAM, "__class__", NULL},
     {FT_PARAM, "__torch_dispatch__", NULL},
+    /* CUDA tensors (configure(torch_cuda=True)) */
+    {FT_TENSOR, "is_cuda", NULL},
+    {FT_TENSOR, "get_device", NULL},
 };
 #define FC_TORCH_NATTRS ((Py_ssize_t)(sizeof(fc_torch_attrs) / sizeof(fc_torch_attrs[0])))
 
@@ -158,7 +167,7 @@ enum {
     TA_T_IS_INFERENCE = 24, TA_T_NBYTES = 27, TA_T_IS_CONTIGUOUS = 28,
     TA_US_NBYTES = 42, TA_US_DATA_PTR = 45, TA_US_CDATA = 46,
     TA_T_CLASS = 51, TA_T_TORCH_DISPATCH = 52, TA_P_CLASS = 53,
-    TA_P_TORCH_DISPATCH = 54,
+    TA_P_TORCH_DISPATCH = 54, TA_T_IS_CUDA = 55, TA_T_GET_DEVICE = 56,
 };
 static const struct { int i; int owner; const char *name; } fc_torch_direct[] = {
     {TA_T_UNTYPED_STORAGE, FT_TENSOR, "untyped_storage"},
@@ -182,6 +191,8 @@ static const struct { int i; int owner; const char *name; } fc_torch_direct[] = 
     {TA_T_TORCH_DISPATCH, FT_TENSOR, "__torch_dispatch__"},
     {TA_P_CLASS, FT_PARAM, "__class__"},
     {TA_P_TORCH_DISPATCH, FT_PARAM, "__torch_dispatch__"},
+    {TA_T_IS_CUDA, FT_TENSOR, "is_cuda"},
+    {TA_T_GET_DEVICE, FT_TENSOR, "get_device"},
 };
 #define FC_TORCH_NDIRECT ((int)(sizeof(fc_torch_direct) / sizeof(fc_torch_direct[0])))
 
@@ -461,6 +472,12 @@ fc_torch_init(FcState *st)
             && Py_SIZE(pt) == 0;
         Py_XDECREF(disabled);
     }
+    /* torch's current stream of a device, as an int (CUDA builds only) */
+    Py_XSETREF(st->torch_cuda_stream,
+               PyObject_GetAttrString(cmod, "_cuda_getCurrentRawStream"));
+    if (st->torch_cuda_stream == NULL) {
+        PyErr_Clear();
+    }
     st->torch_us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
     st->torch_ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
     st->torch_checked = 1;
@@ -700,6 +717,70 @@ fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
     return *res == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
+/* Is x on a device we copy: the CPU, or CUDA when turned on and torch has
+   CUDA.  1 | 0 | -1+exc */
+static int
+fc_torch_device_ok(FcState *st, PyObject *x)
+{
+    int r = fc_torch_is(st, x, TA_T_IS_CPU, 0);
+    if (r != 0) {
+        return r;
+    }
+    if (!st->torch_cuda || st->torch_cuda_stream == NULL) {
+        return 0;
+    }
+    return fc_torch_is(st, x, TA_T_IS_CUDA, 0);
+}
+
+/* Where the bytes of x (accepted by fc_torch_device_ok) live: *dev -1 for
+   host memory, else its CUDA device, with torch's current stream there --
+   the stream torch's own copy_ would run on.  0 | -1+exc */
+static int
+fc_torch_where(FcState *st, PyObject *x, int *dev, uintptr_t *stream)
+{
+    int cpu = fc_torch_is(st, x, TA_T_IS_CPU, 0);
+    if (cpu < 0) {
+        return -1;
+    }
+    if (cpu) {
+        /* tests: host copies sent through the CUDA path (fake driver) */
+        *dev = st->torch_fake_device;
+        *stream = st->torch_fake_stream;
+        return 0;
+    }
+    Py_ssize_t d;
+    if (fc_torch_ssize(st, x, TA_T_GET_DEVICE, 1, &d) < 0) {
+        return -1;
+    }
+    if (d < 0 || d > INT_MAX || st->torch_cuda_stream == NULL) {
+        PyErr_SetString(PyExc_SystemError, "fastcopy: a CUDA tensor without a device");
+        return -1;
+    }
+    PyObject *i = PyLong_FromSsize_t(d), *v = NULL;
+    if (i == NULL) {
+        return -1;
+    }
+    v = PyObject_CallOneArg(st->torch_cuda_stream, i);
+    Py_DECREF(i);
+    if (v == NULL) {
+        return -1;
+    }
+    unsigned long long h = (unsigned long long)-1;
+    if (PyLong_Check(v)) {
+        h = PyLong_AsUnsignedLongLong(v);
+    }
+    else {
+        PyErr_SetString(PyExc_TypeError, "fastcopy: torch's raw stream is not an int");
+    }
+    Py_DECREF(v);
+    if (h == (unsigned long long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *dev = (int)d;
+    *stream = (uintptr_t)h;
+    return 0;
+}
+
 /* Is x (an exact torch.Tensor) one we copy natively?  depth counts .grad
    levels.  1 | 0 decline | -1+exc */
 static int
@@ -717,7 +798,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
     }
     int r;
     if ((r = fc_torch_is(st, x, TA_T_IS_LEAF, 0)) != 1
-        || (r = fc_torch_is(st, x, TA_T_IS_CPU, 0)) != 1) {
+        || (r = fc_torch_device_ok(st, x)) != 1) {
         return r;
     }
     PyObject *layout = fc_torch_get(st, x, TA_T_LAYOUT);
@@ -747,17 +828,20 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
 /* Storages                                                            */
 /* ------------------------------------------------------------------ */
 
-/* _StorageBase.clone: UntypedStorage(nbytes, device=device), bytes copied.
-   new ref | NULL+exc */
+/* _StorageBase.clone: UntypedStorage(nbytes, device=device), its bytes
+   copied now or at the next flush (defer.c) on dev/stream, where the
+   tensor that owns us lives.  new ref | NULL+exc */
 static PyObject *
-fc_torch_storage_clone(FcState *st, PyObject *us)
+fc_torch_storage_clone(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
 {
-    PyObject *nb = NULL, *dev = NULL, *y = NULL, *p = NULL;
+    FcState *st = c->st;
+    PyObject *nb = NULL, *dv = NULL, *y = NULL;
+    void *src, *dst;
     nb = PyObject_CallMethodNoArgs(us, TN(st, TN_NBYTES));
-    if (nb == NULL || (dev = PyObject_GetAttr(us, TN(st, TN_DEVICE))) == NULL) {
+    if (nb == NULL || (dv = PyObject_GetAttr(us, TN(st, TN_DEVICE))) == NULL) {
         goto done;
     }
-    PyObject *args[3] = {NULL, nb, dev};
+    PyObject *args[3] = {NULL, nb, dv};
     y = PyObject_Vectorcall(st->torch_ustorage, args + 1,
                             1 | PY_VECTORCALL_ARGUMENTS_OFFSET, TN(st, TN_KW_DEVICE));
     if (y == NULL) {
@@ -765,36 +849,24 @@ fc_torch_storage_clone(FcState *st, PyObject *us)
     }
     Py_ssize_t n = PyLong_AsSsize_t(nb);
     if (n == -1 && PyErr_Occurred()) {
-        Py_CLEAR(y);
-        goto done;
-    }
-    if (n > FC_TORCH_MEMCPY_MAX) {
-        p = PyObject_CallMethodOneArg(y, TN(st, TN_COPY), us);
-        if (p == NULL) {
-            Py_CLEAR(y);
-        }
-        goto done;
+        goto error;
     }
     if (n > 0) {
-        void *src, *dst;
-        p = PyObject_CallMethodNoArgs(us, TN(st, TN_DATA_PTR));
-        if (p == NULL || ((src = PyLong_AsVoidPtr(p)) == NULL && PyErr_Occurred())) {
-            Py_CLEAR(y);
-            goto done;
+        if (fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
+            || fc_torch_ptr(st, y, TA_US_DATA_PTR, &dst) < 0) {
+            goto error;
         }
-        Py_SETREF(p, PyObject_CallMethodNoArgs(y, TN(st, TN_DATA_PTR)));
-        if (p == NULL || ((dst = PyLong_AsVoidPtr(p)) == NULL && PyErr_Occurred())) {
-            Py_CLEAR(y);
-            goto done;
-        }
-        if (src != NULL && dst != NULL) {
-            memcpy(dst, src, (size_t)n);
+        if (src != NULL && dst != NULL
+            && fc_defer_copy(c, dst, src, (size_t)n, dev, stream, us, y) < 0) {
+            goto error;
         }
     }
+    goto done;
+error:
+    Py_CLEAR(y);
 done:
     Py_XDECREF(nb);
-    Py_XDECREF(dev);
-    Py_XDECREF(p);
+    Py_XDECREF(dv);
     return y;
 }
 
@@ -803,7 +875,7 @@ done:
        "torch" sub-memo keyed by _cdata), memo[id(us)] = y, _keep_alive(us).
    new ref | NULL+exc */
 static PyObject *
-fc_torch_storage_deep(FcCtx *c, PyObject *us)
+fc_torch_storage_deep(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
 {
     FcState *st = c->st;
     PyObject *y, *tm = NULL, *cdata = NULL;
@@ -836,7 +908,7 @@ fc_torch_storage_deep(FcCtx *c, PyObject *us)
         y = PyObject_GetItem(tm, cdata);
     }
     else {
-        y = fc_torch_storage_clone(st, us);
+        y = fc_torch_storage_clone(c, us, dev, stream);
         if (y != NULL && PyObject_SetItem(tm, cdata, y) < 0) {
             Py_CLEAR(y);
         }
@@ -864,7 +936,7 @@ done:
    the memo ("torch" sub-memo, memo[id(us)], keep-alive), in the stdlib's
    order.  new ref | NULL+exc | NULL: take the general road */
 static PyObject *
-fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us)
+fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t stream)
 {
     FcState *st = c->st;
     PyObject *t = NULL, *nus = NULL, *cdata = NULL, *tm, *v;
@@ -913,20 +985,15 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us)
         || fc_torch_ssize(st, nus, TA_US_NBYTES, 1, &un) < 0 || un != n) {
         goto decline;
     }
-    if (n > FC_TORCH_MEMCPY_MAX) {
-        v = PyObject_CallMethodOneArg(nus, TN(st, TN_COPY), us);
-        if (v == NULL) {
-            goto decline;
-        }
-        Py_DECREF(v);
-    }
-    else if (n > 0) {
+    if (n > 0) {
         if (fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
             || fc_torch_ptr(st, nus, TA_US_DATA_PTR, &dst) < 0
             || src == NULL || dst == NULL) {
             goto decline;
         }
-        memcpy(dst, src, (size_t)n);
+        if (fc_defer_copy(c, dst, src, (size_t)n, dev, stream, us, nus) < 0) {
+            goto error;
+        }
     }
     {
         PyObject *one = PyTuple_Pack(1, t);
@@ -974,16 +1041,21 @@ fc_torch_tensor_deep(FcCtx *c, PyObject *x)
     PyObject *us = NULL, *nus = NULL, *t = NULL, *off = NULL, *size = NULL;
     PyObject *stride = NULL, *g = NULL, *ng = NULL, *d = NULL, *nd = NULL;
     PyObject *v;
+    int dev;
+    uintptr_t stream;
 
+    if (fc_torch_where(st, x, &dev, &stream) < 0) {
+        goto error;
+    }
     us = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
     if (us == NULL) {
         goto error;
     }
-    t = fc_torch_tensor_owned(c, x, us);
+    t = fc_torch_tensor_owned(c, x, us, dev, stream);
     if (t != NULL) {
         goto storage_done;
     }
-    if (PyErr_Occurred() || (nus = fc_torch_storage_deep(c, us)) == NULL) {
+    if (PyErr_Occurred() || (nus = fc_torch_storage_deep(c, us, dev, stream)) == NULL) {
         goto error;
     }
     t = PyObject_CallMethodNoArgs(x, TN(st, TN_NEW));
@@ -1049,11 +1121,14 @@ done:
    empty_strided(sizes, strides) for a dense tensor, as empty_like does,
    then copies).  new ref | NULL+exc | NULL: not for this tensor */
 static PyObject *
-fc_torch_clone_dense(FcState *st, PyObject *x)
+fc_torch_clone_dense(FcCtx *c, PyObject *x)
 {
+    FcState *st = c->st;
     PyObject *v = NULL, *y = NULL;
     void *src, *dst;
     Py_ssize_t n;
+    int dev;
+    uintptr_t stream;
     if (fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0) != 0
         || fc_torch_is(st, x, TA_T_IS_CONJ, 1) != 0
         || fc_torch_is(st, x, TA_T_IS_NEG, 1) != 0
@@ -1066,7 +1141,8 @@ fc_torch_clone_dense(FcState *st, PyObject *x)
     }
     Py_CLEAR(v);
     if (fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n) < 0 || n < 0
-        || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)) {
+        || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)
+        || fc_torch_where(st, x, &dev, &stream) < 0) {
         goto fail;
     }
     y = PyObject_CallOneArg(st->torch_empty_like, x);
@@ -1074,8 +1150,9 @@ fc_torch_clone_dense(FcState *st, PyObject *x)
         || (dst == NULL && n > 0)) {
         goto fail;
     }
-    if (n > 0) {
-        memcpy(dst, src, (size_t)n);
+    /* the last step: a failure to record leaves nothing to undo */
+    if (n > 0 && fc_defer_copy(c, dst, src, (size_t)n, dev, stream, x, y) < 0) {
+        goto fail;
     }
     return y;
 fail:
@@ -1095,9 +1172,10 @@ fail:
    set nothing more (Parameter has no __torch_dispatch__).
    new ref | NULL: not for this one (nothing observable happened) */
 static PyObject *
-fc_torch_param_swap(FcState *st, PyObject *x)
+fc_torch_param_swap(FcCtx *c, PyObject *x)
 {
-    PyObject *y = fc_torch_clone_dense(st, x);
+    FcState *st = c->st;
+    PyObject *y = fc_torch_clone_dense(c, x);
     if (y == NULL || (PyObject *)Py_TYPE(y) != st->torch_tensor) {
         goto decline;
     }
@@ -1117,16 +1195,17 @@ decline:
 /* Parameter.__deepcopy__: _make_subclass(Parameter, x.data.clone(
    memory_format=preserve_format), x.requires_grad).  new ref | NULL+exc */
 static PyObject *
-fc_torch_param_deep(FcState *st, PyObject *x)
+fc_torch_param_deep(FcCtx *c, PyObject *x)
 {
+    FcState *st = c->st;
     PyObject *data = NULL, *cl = NULL, *rg = NULL, *y = NULL;
-    if (st->torch_param_swap && (y = fc_torch_param_swap(st, x)) != NULL) {
+    if (st->torch_param_swap && (y = fc_torch_param_swap(c, x)) != NULL) {
         return y;
     }
     {
         /* nothing observable has happened yet: any failure here just
            takes torch's own clone below */
-        cl = fc_torch_clone_dense(st, x);
+        cl = fc_torch_clone_dense(c, x);
         if (cl == NULL) {
             PyErr_Clear();
         }
@@ -1175,7 +1254,7 @@ fc_torch_param_ok(FcState *st, PyObject *x)
     /* an exact Parameter wraps a plain Tensor (Parameter.__new__ makes
        custom tensors keep their own type), so type(self)(data, rg) takes
        _make_subclass */
-    return fc_torch_is(st, x, TA_T_IS_CPU, 0);
+    return fc_torch_device_ok(st, x);
 }
 
 /* See buffers.c for the contract. */
@@ -1199,7 +1278,7 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
     }
     PyObject *y;
     if (kind == FB_TORCH_PARAM) {
-        y = fc_torch_param_deep(st, x);
+        y = fc_torch_param_deep(c, x);
     }
     else {
         /* the memo gets a string key: it must be the stdlib's dict now */

@@ -6,6 +6,7 @@ $FASTCOPY_LIBCUDA; ctypes loads the same file, so the tests configure it
 (driver version, devices, capture state, injected failures) and read back
 what the module asked of it (call counts, a log of stream/event/copy calls).
 """
+import copy
 import ctypes
 import os
 import shutil
@@ -557,6 +558,139 @@ def test_gpucheck_without_gpu_exits_zero():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and "no GPU" in lines[0]
+
+
+# --------------------------------------------------------------------------
+# deepcopy's device copies (src/defer.c -> the _C_API capsule), driven with
+# CPU tensors routed as if they lived on device 0 (_fastcopy._fake_cuda)
+# --------------------------------------------------------------------------
+
+@pytest.fixture
+def routed(fake):
+    """CPU tensor copies sent to the fake driver's device 0."""
+    _torch()
+    import fastcopy
+    from fastcopy import _fastcopy
+    fake.lib.fake_set_current(0)
+
+    def route(stream, defer=True):
+        fastcopy.configure(torch_defer=defer)
+        _fastcopy._fake_cuda(0, stream)
+    old = fastcopy.configure()
+    yield route
+    _fastcopy._fake_cuda(-1, 0)
+    fastcopy.configure(**old)
+
+
+def _tensor_payload(torch):
+    base = torch.arange(64, dtype=torch.float32)
+    return {"t%d" % i: torch.randn(5, 7) + i for i in range(20)} | {
+        "base": base, "view": base[8:40].view(4, 8), "empty": torch.empty(0),
+        "p": [torch.nn.Parameter(torch.randn(3, 3)) for _ in range(4)]}
+
+
+def _same(torch, a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if k == "p":
+            for pa, pb in zip(a[k], b[k]):
+                assert type(pa) is type(pb) and torch.equal(pa, pb)
+        else:
+            assert torch.equal(a[k], b[k]) and a[k].stride() == b[k].stride()
+    assert (b["view"].untyped_storage().data_ptr()
+            == b["base"].untyped_storage().data_ptr())
+
+
+@pytest.mark.parametrize("version, tag", [(12080, "batch128"), (13000, "batch13")])
+def test_deepcopy_one_batch_per_call(fake, routed, version, tag):
+    torch = _torch()
+    import fastcopy
+    use_version(fake, version)
+    fake.lib.fake_set_current(0)
+    s = fake.stream()
+    routed(s)
+    x = _tensor_payload(torch)
+    before = fake.count("cuMemcpyBatchAsync")
+    y = fastcopy.deepcopy(x)
+    _same(torch, copy.deepcopy(x), y)
+    assert fake.count("cuMemcpyBatchAsync") - before == 1
+    # every non-empty storage once: 20 tensors, base (its view shares it), 4 params
+    assert [e for e in fake.log() if e.startswith(tag)][-1].startswith("%s(25," % tag)
+    assert _cuda.info()["last_path"] == "batch"
+
+
+def test_deepcopy_on_legacy_stream_is_fenced(fake, routed):
+    torch = _torch()
+    import fastcopy
+    routed(0)
+    x = _tensor_payload(torch)
+    y = fastcopy.deepcopy(x)
+    _same(torch, copy.deepcopy(x), y)
+    assert _cuda.info()["last_path"] == "batch-fenced"
+    assert fake.count("cuMemcpyBatchAsync") == 1
+
+
+def test_deepcopy_eager_mode_one_submission_per_copy(fake, routed):
+    torch = _torch()
+    import fastcopy
+    routed(fake.stream(), defer=False)
+    x = _tensor_payload(torch)
+    y = fastcopy.deepcopy(x)
+    _same(torch, copy.deepcopy(x), y)
+    assert fake.count("cuMemcpyBatchAsync") == 25
+
+
+def test_deepcopy_flushes_before_hooks(fake, routed):
+    torch = _torch()
+    import fastcopy
+    routed(fake.stream())
+    ts = [torch.randn(4) for _ in range(3)]
+
+    class Peek:
+        def __deepcopy__(self, memo):
+            return [memo[id(t)].tolist() for t in ts[:2]]
+    y = fastcopy.deepcopy([ts[0], ts[1], Peek(), ts[2]])
+    assert y[2] == [ts[0].tolist(), ts[1].tolist()]
+    assert fake.count("cuMemcpyBatchAsync") == 2
+
+
+def test_deepcopy_driver_error_raises(fake, routed):
+    torch = _torch()
+    import fastcopy
+    routed(fake.stream())
+    fake.fail("cuMemcpyBatchAsync", 1, E_ILLEGAL_ADDRESS)
+    x = {"a": torch.randn(3), "b": torch.randn(4)}
+    memo = {}
+    with pytest.raises(RuntimeError, match=r"CUDA copies failed: cuMemcpyBatchAsync "
+                                           r"failed: CUDA_ERROR_ILLEGAL_ADDRESS"):
+        fastcopy.deepcopy(x, memo)
+    y = fastcopy.deepcopy(x)          # the next call is unaffected
+    assert torch.equal(y["a"], x["a"])
+
+
+def test_deepcopy_error_in_walk_still_flushes(fake, routed):
+    torch = _torch()
+    import fastcopy
+    routed(fake.stream())
+
+    class Boom:
+        def __reduce_ex__(self, proto):
+            raise KeyError("boom")
+    t = torch.randn(6)
+    memo = {}
+    with pytest.raises(KeyError):
+        fastcopy.deepcopy([t, Boom()], memo)
+    assert torch.equal(memo[id(t)], t)
+    assert fake.count("cuMemcpyBatchAsync") == 1
+
+
+def test_deepcopy_without_driver_raises_clearly(monkeypatch, routed):
+    torch = _torch()
+    import fastcopy
+    _use(monkeypatch, "/nonexistent/libcuda.so.1")
+    routed(0)
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        fastcopy.deepcopy([torch.randn(2)])
 
 
 # --------------------------------------------------------------------------

@@ -263,6 +263,58 @@ def test_dict_non_atomic_key_demotes():
     assert_equivalent(scenario)
 
 
+class LoggedKey:
+    """A key whose __hash__ and __eq__ are logged, source or copy alike."""
+
+    def __init__(self, log, name):
+        self.log = log
+        self.name = name
+
+    def __hash__(self):
+        self.log.append(("hash", self.name, len(self.log)))
+        return hash(self.name)
+
+    def __eq__(self, other):
+        self.log.append(("eq", self.name))
+        return isinstance(other, LoggedKey) and other.name == self.name
+
+
+class HashMeta(type):
+    log = None
+
+    def __hash__(cls):
+        if HashMeta.log is not None:
+            HashMeta.log.append(("type-hash", cls.__name__))
+        return 7
+
+    def __eq__(cls, other):
+        return cls is other
+
+
+def test_dict_user_key_hashes_like_the_stdlib():
+    # demoting a prefilled dict must not hash the source's keys; keys whose
+    # hash is user code are never prefilled (a type's hash is its metaclass's,
+    # a weakref's its referent's)
+    import weakref
+
+    def scenario(impl):
+        log = []
+        HashMeta.log = log
+        K = HashMeta("K", (), {})
+        target = LoggedKey(log, "referent")
+        d = {"a": [1], LoggedKey(log, "k1"): [2], "b": 3, K: [4],
+             weakref.ref(target): 5, LoggedKey(log, "k2"): "v", "c": [5]}
+        log.clear()
+        keep = (target, K)
+        return Case(d, lambda: (impl.deepcopy(d), keep)[0], log=log)
+    try:
+        assert_equivalent(scenario)
+        for scenario in both_memo_modes(lambda: ({LoggedKey([], "k"): 1, "x": [1]}, [])):
+            assert_equivalent(scenario)
+    finally:
+        HashMeta.log = None
+
+
 def test_dict_self_reference_and_split_table():
     class Obj:
         pass

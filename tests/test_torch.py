@@ -18,6 +18,15 @@ IMPLS = [copy.deepcopy, fastcopy.deepcopy]
 IDS = ["copy", "fastcopy"]
 
 
+@pytest.fixture(autouse=True, params=[True, False], ids=["deferred", "eager"])
+def torch_defer(request):
+    """Every test runs with the byte copies deferred to a flush (the default)
+    and with each copy run at once (configure(torch_defer=False))."""
+    old = fastcopy.configure(torch_defer=request.param)
+    yield request.param
+    fastcopy.configure(**old)
+
+
 # --------------------------------------------------------------------------
 # Comparing results by shape
 # --------------------------------------------------------------------------

@@ -1,0 +1,381 @@
+/*
+ * defer.c: the byte copies of one deepcopy call, recorded and run together.
+ *
+ * torch.c allocates every result through torch (empty_like, UntypedStorage)
+ * exactly as torch's own deepcopy path would, but instead of moving the
+ * bytes there and then it records (dst, src, nbytes, device, stream) here,
+ * holding a strong reference to the objects that own both buffers.  The
+ * queue lives in the call's FcCtx and is flushed:
+ *
+ *   - before every call that can run code other than fastcopy's and the
+ *     interpreter's own (a __deepcopy__, a reduce, a reconstructor, a
+ *     __setstate__, an iterator, a __hash__ of a non-str/int key, a share=
+ *     predicate, a declined tensor's own __deepcopy__) and before the memo
+ *     is handed to Python: a hook could read a result, or write a source;
+ *   - at the end of the call, also when it fails, so a caller's memo never
+ *     holds a tensor whose bytes were not copied.
+ * Between flushes nothing but fastcopy and torch's allocator runs, so no
+ * one can tell when the bytes moved: the results are the eager ones.
+ *
+ * Running them: CPU copies move with memcpy; when they add up to at least
+ * numpy_parallel_min_bytes they move with the GIL released, their total
+ * split into equal byte ranges over numpy_threads threads.  CUDA copies go,
+ * one submission per (device, stream) in first-seen order, to
+ * fastcopy._cuda's C API (cuMemcpyBatchAsync on torch's current stream;
+ * see cuda/_cuda.c), which never waits.
+ *
+ * configure(torch_defer=False) turns recording off: each copy then runs
+ * the moment torch.c would have recorded it.
+ */
+#include "fastcopy.h"
+
+#include <pthread.h>
+
+#define FC_PAR_MAX_THREADS 64
+/* below this many bytes, dropping and retaking the GIL costs more than it frees */
+#define FC_DEFER_NOGIL_MIN ((size_t)1 << 16)
+
+typedef struct {
+    const FcCopyOp *ops;
+    Py_ssize_t nops;
+    size_t lo, hi;          /* byte range of the concatenated copies */
+} FcParJob;
+
+/* Copy bytes [lo, hi) of the concatenation of ops' buffers. */
+static void
+fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi)
+{
+    size_t base = 0;
+    for (Py_ssize_t i = 0; i < nops && base < hi; i++) {
+        size_t n = ops[i].n, a, b;
+        if (base + n > lo) {
+            a = lo > base ? lo - base : 0;
+            b = hi - base < n ? hi - base : n;
+            memcpy(ops[i].dst + a, ops[i].src + a, b - a);
+        }
+        base += n;
+    }
+}
+
+static void *
+fc_par_worker(void *arg)
+{
+    FcParJob *j = arg;
+    fc_par_range(j->ops, j->nops, j->lo, j->hi);
+    return NULL;
+}
+
+/* Every op's memcpy, split by bytes over up to nthreads threads (this one
+   included), range edges rounded to 4 KiB.  Call without the GIL.  A
+   thread that cannot be started leaves its range to this thread. */
+static void
+fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
+{
+    if (nthreads > FC_PAR_MAX_THREADS) {
+        nthreads = FC_PAR_MAX_THREADS;
+    }
+    if (nthreads <= 1 || total < ((size_t)nthreads << 16)) {
+        fc_par_range(ops, nops, 0, total);
+        return;
+    }
+    FcParJob job[FC_PAR_MAX_THREADS];
+    pthread_t tid[FC_PAR_MAX_THREADS];
+    int started[FC_PAR_MAX_THREADS];
+    size_t per = total / (size_t)nthreads, pos = 0;
+    for (int i = 0; i < nthreads; i++) {
+        size_t end = i == nthreads - 1 ? total : ((pos + per + 4095) & ~(size_t)4095);
+        if (end > total) {
+            end = total;
+        }
+        job[i].ops = ops;
+        job[i].nops = nops;
+        job[i].lo = pos;
+        job[i].hi = end;
+        pos = end;
+    }
+    pthread_attr_t attr;
+    int have_attr = pthread_attr_init(&attr) == 0;
+    if (have_attr) {
+        (void)pthread_attr_setstacksize(&attr, 64 << 10);
+    }
+    for (int i = 1; i < nthreads; i++) {
+        started[i] = job[i].hi > job[i].lo
+            && pthread_create(&tid[i], have_attr ? &attr : NULL,
+                              fc_par_worker, &job[i]) == 0;
+    }
+    if (have_attr) {
+        pthread_attr_destroy(&attr);
+    }
+    fc_par_range(ops, nops, job[0].lo, job[0].hi);
+    for (int i = 1; i < nthreads; i++) {
+        if (started[i]) {
+            pthread_join(tid[i], NULL);
+        }
+        else {
+            fc_par_range(ops, nops, job[i].lo, job[i].hi);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* CUDA: fastcopy._cuda's C API                                        */
+/* ------------------------------------------------------------------ */
+
+/* The C API of fastcopy._cuda, imported at the first CUDA copy; the module
+   stays referenced by the state so the API's context stays alive.
+   the API | NULL+exc */
+static const FcCudaCAPI *
+fc_cuda_api(FcState *st)
+{
+    if (st->cuda_api != NULL) {
+        return st->cuda_api;
+    }
+    PyObject *mod = PyImport_ImportModule("fastcopy._cuda");
+    if (mod == NULL) {
+        return NULL;
+    }
+    const FcCudaCAPI *api = PyCapsule_Import(FC_CUDA_CAPI_NAME, 0);
+    if (api == NULL) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (api->version != FC_CUDA_CAPI_VERSION) {
+        Py_DECREF(mod);
+        PyErr_Format(PyExc_ImportError, "fastcopy._cuda C API version %d, expected %d",
+                     api->version, FC_CUDA_CAPI_VERSION);
+        return NULL;
+    }
+    Py_XSETREF(st->cuda_mod, mod);
+    st->cuda_api = api;
+    return api;
+}
+
+/* Submit ops[i] for every i in idx[0..n) (all on one device and stream).
+   0 | -1+exc */
+static int
+fc_defer_cuda(FcState *st, const FcCopyOp *ops, const Py_ssize_t *idx, Py_ssize_t n)
+{
+    const FcCudaCAPI *api = fc_cuda_api(st);
+    if (api == NULL) {
+        return -1;
+    }
+    unsigned long long *dsts = PyMem_Malloc((size_t)n * sizeof(*dsts));
+    unsigned long long *srcs = PyMem_Malloc((size_t)n * sizeof(*srcs));
+    size_t *sizes = PyMem_Malloc((size_t)n * sizeof(*sizes));
+    int rc = -1;
+    if (dsts == NULL || srcs == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const FcCopyOp *op = &ops[idx[i]];
+        if (op->n == 0) {
+            continue;       /* the batch API rejects empty copies */
+        }
+        dsts[m] = (unsigned long long)(uintptr_t)op->dst;
+        srcs[m] = (unsigned long long)(uintptr_t)op->src;
+        sizes[m] = op->n;
+        m++;
+    }
+    if (m == 0) {
+        rc = 0;
+        goto done;
+    }
+    const FcCopyOp *first = &ops[idx[0]];
+    if (api->ready(api->ctx) < 0) {
+        goto done;
+    }
+    char err[256];
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = api->submit(api->ctx, first->dev, first->stream, dsts, srcs, sizes, (size_t)m,
+                    err, sizeof(err));
+    Py_END_ALLOW_THREADS
+    if (r < 0) {
+        PyErr_Format(PyExc_RuntimeError, "fastcopy: CUDA copies failed: %s", err);
+        goto done;
+    }
+    st->cuda_batches++;
+    rc = 0;
+done:
+    PyMem_Free(dsts);
+    PyMem_Free(srcs);
+    PyMem_Free(sizes);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The queue                                                           */
+/* ------------------------------------------------------------------ */
+
+static void
+fc_defer_release(FcCtx *c)
+{
+    for (Py_ssize_t i = 0; i < c->nops; i++) {
+        Py_XDECREF(c->ops[i].src_owner);
+        Py_XDECREF(c->ops[i].dst_owner);
+    }
+    c->nops = 0;
+}
+
+/* Run the recorded copies: CPU ones first (they may take a while; the
+   CUDA ones are only enqueued), then CUDA ones, one submission per
+   (device, stream) in first-seen order.  Every owner is released, also on
+   failure.  0 | -1+exc */
+static int
+fc_defer_run(FcCtx *c)
+{
+    FcState *st = c->st;
+    FcCopyOp *ops = c->ops, *cpu = ops;
+    Py_ssize_t n = c->nops, ncpu = 0, *idx = NULL;
+    size_t total = 0;
+    int rc = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (ops[i].dev < 0) {
+            total += ops[i].n;
+            ncpu++;
+        }
+    }
+    if (ncpu < n) {
+        /* mixed: the CPU ones in order, apart; idx for the CUDA groups */
+        idx = PyMem_Malloc((size_t)(n - ncpu) * sizeof(*idx));
+        cpu = ncpu > 0 ? PyMem_Malloc((size_t)ncpu * sizeof(*cpu)) : NULL;
+        if (idx == NULL || (ncpu > 0 && cpu == NULL)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+            if (ops[i].dev < 0) {
+                cpu[j++] = ops[i];
+            }
+        }
+    }
+    if ((Py_ssize_t)total >= st->np_par_min && total >= FC_DEFER_NOGIL_MIN) {
+        int nthreads = st->np_threads;
+        Py_BEGIN_ALLOW_THREADS
+        fc_par_copy(cpu, ncpu, total, nthreads);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        fc_par_range(cpu, ncpu, 0, total);
+    }
+    st->defer_flushes++;
+    /* CUDA groups: a copy is taken once its (device, stream) comes up */
+    for (Py_ssize_t a = 0; a < n; a++) {
+        if (ops[a].dev < 0 || ops[a].n == 0) {
+            continue;
+        }
+        Py_ssize_t m = 0;
+        for (Py_ssize_t b = a; b < n; b++) {
+            if (ops[b].dev == ops[a].dev && ops[b].stream == ops[a].stream && ops[b].n) {
+                idx[m++] = b;
+            }
+        }
+        if (fc_defer_cuda(st, ops, idx, m) < 0) {
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < m; k++) {
+            ops[idx[k]].n = 0;      /* submitted */
+        }
+    }
+    rc = 0;
+done:
+    if (cpu != ops) {
+        PyMem_Free(cpu);
+    }
+    PyMem_Free(idx);
+    fc_defer_release(c);
+    return rc;
+}
+
+/* Does hashing and comparing k run only the interpreter's own code?  (A
+   type's hash is its metaclass's; a weakref's is its referent's.) */
+FC_INLINE int
+fc_key_quiet(PyObject *k)
+{
+    PyTypeObject *tp = Py_TYPE(k);
+    return tp == &PyUnicode_Type || tp == &PyLong_Type || tp == &PyFloat_Type
+           || tp == &PyBytes_Type || tp == &PyBool_Type || k == Py_None
+           || tp == &PyType_Type || tp == &PyFunction_Type || tp == &PyComplex_Type;
+}
+
+/* Before a call into code that is not ours.  0 | -1+exc */
+FC_INLINE int
+fc_defer_flush(FcCtx *c)
+{
+    return FC_LIKELY(c->nops == 0) ? 0 : fc_defer_run(c);
+}
+
+/* The end of a call: flush even when y is NULL (the caller's memo may hold
+   results), keeping the first error.  y | NULL+exc */
+static PyObject *
+fc_defer_end(FcCtx *c, PyObject *y)
+{
+    if (FC_LIKELY(c->nops == 0)) {
+        return y;
+    }
+    if (y != NULL) {
+        if (fc_defer_run(c) < 0) {
+            Py_DECREF(y);
+            return NULL;
+        }
+        return y;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (fc_defer_run(c) < 0) {
+        PyErr_WriteUnraisable(NULL);
+    }
+    PyErr_Restore(et, ev, tb);
+    return NULL;
+}
+
+/* Copy n bytes from src to dst on device dev (-1: host) and stream, now or
+   at the next flush; src_owner and dst_owner keep both buffers alive until
+   then (borrowed here).  0 | -1+exc */
+static int
+fc_defer_copy(FcCtx *c, char *dst, const char *src, size_t n, int dev,
+              uintptr_t stream, PyObject *src_owner, PyObject *dst_owner)
+{
+    FcState *st = c->st;
+    if (n == 0) {
+        return 0;
+    }
+    if (!st->torch_defer) {
+        FcCopyOp op = {dst, src, n, NULL, NULL, dev, stream};
+        if (dev < 0) {
+            if ((Py_ssize_t)n >= st->np_par_min && n >= FC_DEFER_NOGIL_MIN) {
+                int nthreads = st->np_threads;
+                Py_BEGIN_ALLOW_THREADS
+                fc_par_copy(&op, 1, n, nthreads);
+                Py_END_ALLOW_THREADS
+            }
+            else {
+                memcpy(dst, src, n);
+            }
+            return 0;
+        }
+        Py_ssize_t zero = 0;
+        return fc_defer_cuda(st, &op, &zero, 1);
+    }
+    if (c->nops == c->capops) {
+        Py_ssize_t cap = c->capops ? c->capops * 2 : 16;
+        FcCopyOp *ops = PyMem_Realloc(c->ops, (size_t)cap * sizeof(*ops));
+        if (ops == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->ops = ops;
+        c->capops = cap;
+    }
+    FcCopyOp *op = &c->ops[c->nops++];
+    op->dst = dst;
+    op->src = src;
+    op->n = n;
+    op->src_owner = Py_NewRef(src_owner);
+    op->dst_owner = Py_NewRef(dst_owner);
+    op->dev = dev;
+    op->stream = stream;
+    return 0;
+}
