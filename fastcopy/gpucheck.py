@@ -18,7 +18,11 @@ saying so and exits 0.  With one it runs, in this order:
    bf16 parameter list; copy.deepcopy vs fastcopy.deepcopy vs the raw
    copy_batch, against the device-to-device bandwidth.
 
-Exits 1 on any mismatch.  ``--cpu-dry-run`` runs 1, 4 (trivially) and a
+fastcopy's native CUDA path (configure(torch_cuda=True): byte copies batched
+through fastcopy._cuda) is switched on for the whole run -- that is the code
+this script exists to verify -- and the equivalence matrix runs with byte
+copies deferred and eager; ``--torch-cuda off`` checks torch's own path
+instead.  Exits 1 on any mismatch.  ``--cpu-dry-run`` runs 1, 4 (trivially) and a
 shrunken 5 on CPU tensors: it checks this script's own logic on machines
 without a GPU and proves nothing about CUDA.
 """
@@ -130,7 +134,8 @@ def _outcome(fn, x):
         return None, e
 
 
-def equivalence(rep, torch, dev):
+def equivalence(rep, torch, dev, label=""):
+    from fastcopy import _fastcopy
     g = torch.Generator(device="cpu").manual_seed(0)
 
     def rnd(*shape, dtype=torch.float32):
@@ -170,7 +175,9 @@ def equivalence(rep, torch, dev):
     nl = rnd(3).requires_grad_() * 2
     cases["non-leaf (error)"] = [nl]
 
+    batches = _fastcopy._defer_stats()["cuda_batches"]
     for name, x in cases.items():
+        name += label
         ref, e_ref = _outcome(copy.deepcopy, x)
         got, e_got = _outcome(fastcopy.deepcopy, x)
         if e_ref is not None or e_got is not None:
@@ -179,6 +186,11 @@ def equivalence(rep, torch, dev):
                       "copy.deepcopy raised %r, fastcopy %r" % (e_ref, e_got))
             continue
         rep.check("equivalence: " + name, not compare(ref, got, x), compare(ref, got, x))
+
+    if dev.type == "cuda" and fastcopy.configure()["torch_cuda"]:
+        used = _fastcopy._defer_stats()["cuda_batches"] - batches
+        rep.check("native CUDA path taken" + label, used > 0,
+                  "no batch reached fastcopy._cuda: tensors went through torch's path")
 
     # snapshot() to CPU: same values and aliasing, CPU tensors.
     x = cases["views of one storage"]
@@ -379,6 +391,8 @@ def main(argv=None):
     ap.add_argument("--cpu-dry-run", action="store_true",
                     help="run the device-independent checks on CPU tensors (tests this script)")
     ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--torch-cuda", choices=["on", "off"], default="on",
+                    help="fastcopy's native CUDA tensor path (default on: it is what is checked)")
     args = ap.parse_args(argv)
 
     if not args.cpu_dry_run:
@@ -412,12 +426,20 @@ def main(argv=None):
     else:
         print("fastcopy.gpucheck --cpu-dry-run: checks this script's logic on CPU tensors; "
               "proves nothing about CUDA")
-    equivalence(rep, torch, dev)
-    if dev.type == "cuda":
-        streams(rep, torch, dev)
-        capture(rep, torch, dev)
-        memory(rep, torch, dev)
-    speed(rep, torch, dev, args.cpu_dry_run)
+    old = fastcopy.configure(torch_cuda=args.torch_cuda == "on", torch_defer=True)
+    try:
+        print("native CUDA tensor path: %s" % args.torch_cuda)
+        equivalence(rep, torch, dev, " (deferred)")
+        fastcopy.configure(torch_defer=False)
+        equivalence(rep, torch, dev, " (eager)")
+        fastcopy.configure(torch_defer=True)
+        if dev.type == "cuda":
+            streams(rep, torch, dev)
+            capture(rep, torch, dev)
+            memory(rep, torch, dev)
+        speed(rep, torch, dev, args.cpu_dry_run)
+    finally:
+        fastcopy.configure(**old)
     print("%d passed, %d failed  (%.1f s)" % (rep.passes, rep.failures, time.perf_counter() - t0))
     return 1 if rep.failures else 0
 

@@ -1693,6 +1693,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nuntracked = c->capuntracked = 0;
     c->ops = NULL;
     c->nops = c->capops = 0;
+    c->torch_ambient = 0;
 }
 
 FC_INLINE void

@@ -300,10 +300,12 @@ fc_key_quiet(PyObject *k)
            || tp == &PyType_Type || tp == &PyFunction_Type || tp == &PyComplex_Type;
 }
 
-/* Before a call into code that is not ours.  0 | -1+exc */
+/* Before a call into code that is not ours: that code may also change
+   torch's modes, so the cached ambient check is forgotten.  0 | -1+exc */
 FC_INLINE int
 fc_defer_flush(FcCtx *c)
 {
+    c->torch_ambient = 0;
     return FC_LIKELY(c->nops == 0) ? 0 : fc_defer_run(c);
 }
 

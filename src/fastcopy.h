@@ -369,6 +369,8 @@ typedef struct {
     Py_ssize_t nuntracked, capuntracked;
     FcCopyOp *ops;            /* deferred byte copies (defer.c) */
     Py_ssize_t nops, capops;
+    int torch_ambient;        /* torch.c: fc_torch_ambient passed since the last
+                                 user code: 0 no, 1 modes, 2 modes and storages */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

@@ -1267,7 +1267,16 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
     }
     /* a guard that fails with an error declines too: torch's own path
        decides what to raise */
-    int r = fc_torch_ambient(st, kind == FB_TORCH_TENSOR);
+    /* the ambient state changes only when code that is not ours runs, and
+       every such call goes through fc_defer_flush(), which forgets this */
+    int need = kind == FB_TORCH_TENSOR ? 2 : 1;
+    int r = 1;
+    if (c->torch_ambient < need) {
+        r = fc_torch_ambient(st, need == 2);
+        if (r > 0) {
+            c->torch_ambient = need;
+        }
+    }
     if (r > 0) {
         r = kind == FB_TORCH_PARAM ? fc_torch_param_ok(st, x)
                                    : fc_torch_tensor_ok(st, x, 0);

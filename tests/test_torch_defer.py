@@ -229,3 +229,28 @@ def test_no_leak_of_queued_owners(defer):
             fastcopy.deepcopy([x, Boom()])
     gc.collect()
     assert [sys.getrefcount(t) for t in x] == refs
+
+
+class EntersInferenceMode:
+    """A hook that leaves torch's inference mode on: the tensors copied
+    after it must see it, as torch's own path does."""
+
+    def __deepcopy__(self, memo):
+        self.ctx = torch.inference_mode()
+        self.ctx.__enter__()
+        return "entered"
+
+
+def test_mode_entered_by_a_hook_is_seen_by_later_tensors(defer):
+    shapes = []
+    for impl in IMPLS:
+        hook = EntersInferenceMode()
+        x = [torch.randn(3), torch.nn.Parameter(torch.randn(2)), hook,
+             torch.randn(3), torch.nn.Parameter(torch.randn(2))]
+        try:
+            y = impl(x)
+        finally:
+            hook.ctx.__exit__(None, None, None)
+        shapes.append([(type(v).__name__, v.is_inference(), v.requires_grad)
+                       if isinstance(v, torch.Tensor) else v for v in y])
+    assert shapes[0] == shapes[1]
