@@ -17,9 +17,9 @@
  * Between flushes nothing but fastcopy and torch's allocator runs, so no
  * one can tell when the bytes moved: the results are the eager ones.
  *
- * Running them: CPU copies move with memcpy; when they add up to at least
- * numpy_parallel_min_bytes they move with the GIL released, their total
- * split into equal byte ranges over numpy_threads threads.  CUDA copies go,
+ * Running them: CPU copies move with memcpy; from 64 KiB in total with the
+ * GIL released, and from 1 MiB split into equal byte ranges over as many
+ * threads as torch.get_num_threads() -- what torch's own copy_ would use.  CUDA copies go,
  * one submission per (device, stream) in first-seen order, to
  * fastcopy._cuda's C API (cuMemcpyBatchAsync on torch's current stream;
  * see cuda/_cuda.c), which never waits.
@@ -30,16 +30,68 @@
 #include "fastcopy.h"
 
 #include <pthread.h>
+#ifdef __linux__
+#  include <sys/mman.h>
+#  include <unistd.h>
+#  ifndef MADV_POPULATE_WRITE
+#    define MADV_POPULATE_WRITE 23      /* Linux 5.14 */
+#  endif
+#endif
 
 #define FC_PAR_MAX_THREADS 64
 /* below this many bytes, dropping and retaking the GIL costs more than it frees */
 #define FC_DEFER_NOGIL_MIN ((size_t)1 << 16)
+/* from this many bytes, host copies are split over torch's intra-op thread
+   count, as torch's own copy_ of a big storage is (at::parallel_for) */
+#define FC_DEFER_PAR_MIN ((size_t)1 << 20)
 
 typedef struct {
     const FcCopyOp *ops;
     Py_ssize_t nops;
     size_t lo, hi;          /* byte range of the concatenated copies */
 } FcParJob;
+
+/* Pieces of a big copy: its destination pages are populated just before
+   they are written (below), a piece at a time so they are still in cache. */
+#define FC_POPULATE_MIN ((size_t)1 << 20)
+#define FC_POPULATE_PIECE ((size_t)2 << 20)
+
+#ifdef __linux__
+#  include <stdatomic.h>
+static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking */
+#endif
+
+/* memcpy(dst, src, n).  A fresh destination faults on every page it
+   touches; on big copies one madvise(MADV_POPULATE_WRITE) per piece maps
+   its pages ahead in a single call instead (measured here: 128 MiB into a
+   fresh torch tensor in 49-57 ms against 57-75 ms for torch's own copy_,
+   and ~90 ms for a plain memcpy).  The pages hold the same bytes either
+   way; populating pages already mapped changes nothing. */
+static void
+fc_copy_bytes(char *dst, const char *src, size_t n)
+{
+#ifdef __linux__
+    if (n >= FC_POPULATE_MIN && !atomic_load_explicit(&fc_populate_broken,
+                                                       memory_order_relaxed)) {
+        long p = sysconf(_SC_PAGESIZE);
+        size_t page = p > 0 ? (size_t)p : 4096;
+        for (size_t off = 0; off < n; off += FC_POPULATE_PIECE) {
+            size_t len = n - off < FC_POPULATE_PIECE ? n - off : FC_POPULATE_PIECE;
+            uintptr_t a = ((uintptr_t)dst + off + page - 1) & ~(uintptr_t)(page - 1);
+            uintptr_t b = ((uintptr_t)dst + off + len) & ~(uintptr_t)(page - 1);
+            if (b > a && madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE) != 0) {
+                /* EINVAL before Linux 5.14, or a mapping it refuses */
+                atomic_store_explicit(&fc_populate_broken, 1, memory_order_relaxed);
+                memcpy(dst + off, src + off, n - off);
+                return;
+            }
+            memcpy(dst + off, src + off, len);
+        }
+        return;
+    }
+#endif
+    memcpy(dst, src, n);
+}
 
 /* Copy bytes [lo, hi) of the concatenation of ops' buffers. */
 static void
@@ -51,7 +103,7 @@ fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi)
         if (base + n > lo) {
             a = lo > base ? lo - base : 0;
             b = hi - base < n ? hi - base : n;
-            memcpy(ops[i].dst + a, ops[i].src + a, b - a);
+            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a);
         }
         base += n;
     }
@@ -209,6 +261,29 @@ done:
 /* The queue                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Host copies of `total` bytes, GIL released when worth it.  Threads: torch's
+   intra-op count (asked at each big flush: torch.set_num_threads may have
+   changed it), 1 if that cannot be had. */
+static void
+fc_defer_host(FcState *st, const FcCopyOp *ops, Py_ssize_t nops, size_t total)
+{
+    if (total < FC_DEFER_NOGIL_MIN) {
+        fc_par_range(ops, nops, 0, total);
+        return;
+    }
+    int nthreads = 1;
+    if (total >= FC_DEFER_PAR_MIN && st->torch_num_threads != NULL) {
+        PyObject *v = PyObject_CallNoArgs(st->torch_num_threads);
+        long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 1;
+        Py_XDECREF(v);
+        PyErr_Clear();
+        nthreads = n < 1 ? 1 : n > FC_PAR_MAX_THREADS ? FC_PAR_MAX_THREADS : (int)n;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    fc_par_copy(ops, nops, total, nthreads);
+    Py_END_ALLOW_THREADS
+}
+
 static void
 fc_defer_release(FcCtx *c)
 {
@@ -251,15 +326,7 @@ fc_defer_run(FcCtx *c)
             }
         }
     }
-    if ((Py_ssize_t)total >= st->np_par_min && total >= FC_DEFER_NOGIL_MIN) {
-        int nthreads = st->np_threads;
-        Py_BEGIN_ALLOW_THREADS
-        fc_par_copy(cpu, ncpu, total, nthreads);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        fc_par_range(cpu, ncpu, 0, total);
-    }
+    fc_defer_host(st, cpu, ncpu, total);
     st->defer_flushes++;
     /* CUDA groups: a copy is taken once its (device, stream) comes up */
     for (Py_ssize_t a = 0; a < n; a++) {
@@ -347,15 +414,7 @@ fc_defer_copy(FcCtx *c, char *dst, const char *src, size_t n, int dev,
     if (!st->torch_defer) {
         FcCopyOp op = {dst, src, n, NULL, NULL, dev, stream};
         if (dev < 0) {
-            if ((Py_ssize_t)n >= st->np_par_min && n >= FC_DEFER_NOGIL_MIN) {
-                int nthreads = st->np_threads;
-                Py_BEGIN_ALLOW_THREADS
-                fc_par_copy(&op, 1, n, nthreads);
-                Py_END_ALLOW_THREADS
-            }
-            else {
-                memcpy(dst, src, n);
-            }
+            fc_defer_host(st, &op, 1, n);
             return 0;
         }
         Py_ssize_t zero = 0;

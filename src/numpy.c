@@ -603,8 +603,9 @@ PyDoc_STRVAR(fc_configure_doc,
 "numpy_pool_max_bytes: how many bytes of free blocks the pool keeps.\n"
 "torch_defer: record the byte copies of torch tensors and run them\n"
 "    together, before any user code and at the end of the call (on by\n"
-"    default).  Copies adding up to numpy_parallel_min_bytes run on\n"
-"    numpy_threads threads with the GIL released.\n"
+"    default).  Host copies adding up to 1 MiB run on\n"
+"    torch.get_num_threads() threads with the GIL released, as torch's\n"
+"    own copy_ would.\n"
 "torch_cuda: copy plain CUDA tensors natively, their bytes in one batch\n"
 "    per device on torch's current stream (off by default: see\n"
 "    docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.");

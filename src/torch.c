@@ -478,6 +478,10 @@ fc_torch_init(FcState *st)
     if (st->torch_cuda_stream == NULL) {
         PyErr_Clear();
     }
+    Py_XSETREF(st->torch_num_threads, PyObject_GetAttrString(torch, "get_num_threads"));
+    if (st->torch_num_threads == NULL) {
+        PyErr_Clear();
+    }
     st->torch_us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
     st->torch_ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
     st->torch_checked = 1;
