@@ -162,7 +162,7 @@ static const FcTorchAttr fc_torch_attrs[] = {
    (fc_torch_get / fc_torch_call0); checked against the names at init. */
 enum {
     TA_T_UNTYPED_STORAGE = 3, TA_T_STORAGE_OFFSET = 7, TA_T_REQUIRES_GRAD = 11,
-    TA_T_GRAD = 13, TA_T_IS_LEAF = 14, TA_T_IS_CPU = 16, TA_T_LAYOUT = 18,
+    TA_T_GRAD = 13, TA_T_IS_LEAF = 14, TA_T_IS_CPU = 16, TA_T_LAYOUT = 18, TA_T_DTYPE = 19,
     TA_T_DATA_PTR = 20, TA_T_IS_QUANTIZED = 21, TA_T_IS_CONJ = 22, TA_T_IS_NEG = 23,
     TA_T_IS_INFERENCE = 24, TA_T_NBYTES = 27, TA_T_IS_CONTIGUOUS = 28,
     TA_US_NBYTES = 42, TA_US_DATA_PTR = 45, TA_US_CDATA = 46,
@@ -177,6 +177,7 @@ static const struct { int i; int owner; const char *name; } fc_torch_direct[] = 
     {TA_T_IS_LEAF, FT_TENSOR, "is_leaf"},
     {TA_T_IS_CPU, FT_TENSOR, "is_cpu"},
     {TA_T_LAYOUT, FT_TENSOR, "layout"},
+    {TA_T_DTYPE, FT_TENSOR, "dtype"},
     {TA_T_DATA_PTR, FT_TENSOR, "data_ptr"},
     {TA_T_IS_QUANTIZED, FT_TENSOR, "is_quantized"},
     {TA_T_IS_CONJ, FT_TENSOR, "is_conj"},
@@ -202,7 +203,7 @@ enum {
     TN_REQUIRES_GRAD, TN_GRAD, TN_IS_LEAF, TN_IS_CPU, TN_LAYOUT, TN_IS_QUANTIZED,
     TN_IS_CONJ, TN_IS_NEG, TN_IS_INFERENCE, TN_DATA, TN_CLONE, TN_NBYTES,
     TN_DEVICE, TN_COPY, TN_DATA_PTR, TN_CDATA, TN_TORCH, TN_DEEPCOPY, TN_COPY_MOD,
-    TN_MEMORY_FORMAT, TN_NBYTES_ATTR, TN_IS_CONTIGUOUS,
+    TN_MEMORY_FORMAT, TN_NBYTES_ATTR, TN_IS_CONTIGUOUS, TN_IS_COMPLEX,
     TN__COUNT,
     TN_KW_DEVICE = TN__COUNT,     /* ("device",) */
     TN_KW_MEMORY_FORMAT,          /* ("memory_format",) */
@@ -213,7 +214,7 @@ static const char *const fc_torch_names[TN__COUNT] = {
     "requires_grad", "grad", "is_leaf", "is_cpu", "layout", "is_quantized",
     "is_conj", "is_neg", "is_inference", "data", "clone", "nbytes",
     "device", "copy_", "data_ptr", "_cdata", "torch", "deepcopy", "copy",
-    "memory_format", "nbytes", "is_contiguous",
+    "memory_format", "nbytes", "is_contiguous", "is_complex",
 };
 #define TN(st, i) PyTuple_GET_ITEM((st)->torch_names, (i))
 
@@ -647,6 +648,22 @@ fc_torch_get(FcState *st, PyObject *o, int ai)
     return PyObject_GetAttr(o, PyTuple_GET_ITEM(st->torch_attr_names, ai));
 }
 
+/* setattr(o, name of attrs[ai], v) through the getset descriptor captured
+   at first use (a data descriptor: the instance dict plays no part).
+   0 | -1+exc */
+static int
+fc_torch_set(FcState *st, PyObject *o, int ai, PyObject *v)
+{
+    PyObject *d = PyTuple_GET_ITEM(st->torch_attrs, ai);
+    if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
+        PyGetSetDef *gs = ((PyGetSetDescrObject *)d)->d_getset;
+        if (gs->set != NULL) {
+            return gs->set(o, v, gs->closure);
+        }
+    }
+    return PyObject_SetAttr(o, PyTuple_GET_ITEM(st->torch_attr_names, ai), v);
+}
+
 /* o.<attrs[ai]>() through the method descriptor captured at first use (the
    instance dict is known empty).  new ref | NULL+exc */
 static PyObject *
@@ -719,6 +736,26 @@ fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
         PyErr_SetString(PyExc_TypeError, "expected an int");
     }
     return *res == NULL && PyErr_Occurred() ? -1 : 0;
+}
+
+/* x.is_conj(), asked only of complex tensors: TensorImpl::_set_conj asserts
+   a complex dtype, so no other tensor carries the bit (is_conj() releases
+   and retakes the GIL; the dtype getter does not).  1 | 0 | -1+exc */
+static int
+fc_torch_maybe_conj(FcState *st, PyObject *x)
+{
+    PyObject *dt = fc_torch_get(st, x, TA_T_DTYPE), *c;
+    if (dt == NULL) {
+        return -1;
+    }
+    c = PyObject_GetAttr(dt, TN(st, TN_IS_COMPLEX));
+    Py_DECREF(dt);
+    if (c == NULL) {
+        return -1;
+    }
+    int cplx = c == Py_True ? 1 : c == Py_False ? 0 : PyObject_IsTrue(c);
+    Py_DECREF(c);
+    return cplx == 0 ? 0 : cplx < 0 ? -1 : fc_torch_is(st, x, TA_T_IS_CONJ, 1);
 }
 
 /* Is x on a device we copy: the CPU, or CUDA when turned on and torch has
@@ -814,7 +851,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
         return 0;
     }
     if ((r = fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0)) != 0
-        || (r = fc_torch_is(st, x, TA_T_IS_CONJ, 1)) != 0
+        || (r = fc_torch_maybe_conj(st, x)) != 0
         || (r = fc_torch_is(st, x, TA_T_IS_NEG, 1)) != 0
         || (r = fc_torch_is(st, x, TA_T_IS_INFERENCE, 1)) != 0) {
         return r < 0 ? -1 : 0;
@@ -1080,7 +1117,7 @@ fc_torch_tensor_deep(FcCtx *c, PyObject *x)
     }
 storage_done:;
     int rg = fc_torch_is(st, x, TA_T_REQUIRES_GRAD, 0);
-    if (rg < 0 || (rg && PyObject_SetAttr(t, TN(st, TN_REQUIRES_GRAD), Py_True) < 0)) {
+    if (rg < 0 || (rg && fc_torch_set(st, t, TA_T_REQUIRES_GRAD, Py_True) < 0)) {
         goto error;
     }
     g = fc_torch_get(st, x, TA_T_GRAD);
@@ -1134,7 +1171,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x)
     int dev;
     uintptr_t stream;
     if (fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0) != 0
-        || fc_torch_is(st, x, TA_T_IS_CONJ, 1) != 0
+        || fc_torch_maybe_conj(st, x) != 0
         || fc_torch_is(st, x, TA_T_IS_NEG, 1) != 0
         || fc_torch_is(st, x, TA_T_IS_CONTIGUOUS, 1) != 1) {
         return NULL;
@@ -1184,9 +1221,8 @@ fc_torch_param_swap(FcCtx *c, PyObject *x)
         goto decline;
     }
     int rg = fc_torch_is(st, x, TA_T_REQUIRES_GRAD, 0);
-    if (rg < 0 || (rg && PyObject_SetAttr(y, TN(st, TN_REQUIRES_GRAD), Py_True) < 0)
-        || PyObject_SetAttr(y, PyTuple_GET_ITEM(st->torch_attr_names, TA_T_CLASS),
-                            st->torch_parameter) < 0) {
+    if (rg < 0 || (rg && fc_torch_set(st, y, TA_T_REQUIRES_GRAD, Py_True) < 0)
+        || fc_torch_set(st, y, TA_T_CLASS, st->torch_parameter) < 0) {
         goto decline;
     }
     return y;

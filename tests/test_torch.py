@@ -282,6 +282,24 @@ def test_conj_and_neg_materialised():
     assert_same(make)
 
 
+def test_parameters_over_conj_and_neg_views():
+    # the Parameter fast path asks is_conj() only of complex tensors (no
+    # other dtype can carry the bit) and is_neg() of all
+    def make():
+        z = plain(4, dtype=torch.complex64)
+        return [nn.Parameter(z.conj()), nn.Parameter(z.conj().imag),
+                nn.Parameter(torch._neg_view(plain(3))), nn.Parameter(z),
+                nn.Parameter(plain(2, dtype=torch.complex128), requires_grad=False)]
+    assert_same(make)
+    x = make()
+    for impl in IMPLS:
+        y = impl(x)
+        assert [p.is_conj() for p in y] == [p.is_conj() for p in copy.deepcopy(x)]
+        assert [p.is_neg() for p in y] == [p.is_neg() for p in copy.deepcopy(x)]
+        assert all(torch.equal(a.resolve_conj().resolve_neg(), b.resolve_conj().resolve_neg())
+                   for a, b in zip(x, y))
+
+
 def test_non_leaf_raises_torch_error():
     x = plain(3).requires_grad_() * 2
     errs = []
