@@ -254,3 +254,162 @@ def test_mode_entered_by_a_hook_is_seen_by_later_tensors(defer):
         shapes.append([(type(v).__name__, v.is_inference(), v.requires_grad)
                        if isinstance(v, torch.Tensor) else v for v in y])
     assert shapes[0] == shapes[1]
+
+
+# --------------------------------------------------------------------------
+# Random graphs: tensors (views of shared storages, Parameters, grads) mixed
+# with hooks that read copies, write sources and rebuild state, compared with
+# copy.deepcopy by shape (test_torch.shape_of) and by what the hooks saw
+# --------------------------------------------------------------------------
+
+LOG = []
+
+
+class Peek:
+    """__deepcopy__ that records the copies of some tensors made so far."""
+
+    def __init__(self, targets):
+        self.targets = targets
+
+    def __deepcopy__(self, memo):
+        got = []
+        for t in self.targets:
+            y = memo.get(id(t))
+            got.append(None if y is None else y.detach().resolve_neg().tolist())
+        LOG.append(("peek", got))
+        return got
+
+
+class Bump:
+    """__reduce_ex__ that writes into a source tensor, then rebuilds a list."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __reduce_ex__(self, proto):
+        with torch.no_grad():
+            self.t.add_(1)
+        return (list, ([self.t.detach().sum().item()],))
+
+
+class Holder:
+    """__getstate__/__setstate__ around tensors; __setstate__ reads them."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __getstate__(self):
+        return {"items": self.items}
+
+    def __setstate__(self, state):
+        self.items = state["items"]
+        LOG.append(("setstate", describe(self.items)))
+
+
+def describe(o, depth=0):
+    """Values of tensors inside o (as far as a hook could see them)."""
+    if isinstance(o, torch.Tensor):
+        return o.detach().resolve_neg().tolist()
+    if isinstance(o, (list, tuple)) and depth < 4:
+        return [describe(v, depth + 1) for v in o]
+    if isinstance(o, dict) and depth < 4:
+        return {k: describe(v, depth + 1) for k, v in o.items()}
+    return type(o).__name__
+
+
+def random_graph(seed):
+    import random
+    rng = random.Random(seed)
+    g = torch.Generator().manual_seed(seed)
+    tensors = []
+
+    def tensor():
+        r = rng.random()
+        if tensors and r < 0.25:
+            base = rng.choice(tensors)
+            if base.dim() and base.shape[0] > 1 and not isinstance(base, torch.nn.Parameter):
+                return base[1:]                      # a view sharing the storage
+            return base                              # the same tensor again
+        n = rng.choice([1, 3, 8, 300])
+        t = torch.randn(n, generator=g)
+        if r < 0.4:
+            t = torch.nn.Parameter(t, requires_grad=rng.random() < 0.5)
+        elif r < 0.5:
+            t.requires_grad_()
+            t.grad = torch.randn(n, generator=g)
+        elif r < 0.55:
+            t = torch._neg_view(t)
+        tensors.append(t)
+        return t
+
+    def node(depth):
+        r = rng.random()
+        if depth > 3 or r < 0.35:
+            return tensor()
+        if r < 0.5:
+            return [node(depth + 1) for _ in range(rng.randint(0, 4))]
+        if r < 0.6:
+            return tuple(node(depth + 1) for _ in range(rng.randint(0, 3)))
+        if r < 0.72:
+            return {"k%d" % i: node(depth + 1) for i in range(rng.randint(0, 4))}
+        if r < 0.8 and tensors:
+            return Peek(rng.sample(tensors, min(len(tensors), 3)))
+        if r < 0.87 and tensors:
+            return Bump(rng.choice([t for t in tensors]))
+        if r < 0.95:
+            return Holder([node(depth + 1) for _ in range(rng.randint(1, 3))])
+        return rng.choice([1, "s", None, 2.5])
+    return [node(0) for _ in range(rng.randint(2, 6))]
+
+
+def holders_state(y, out):
+    """What the Holders of a result hold, in walk order."""
+    seen = set()
+    stack = [y]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if isinstance(o, Holder):
+            out.append(len(o.items))
+            stack.extend(o.items)
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif isinstance(o, dict):
+            stack.extend(o.values())
+    return out
+
+
+def memo_sig(memo):
+    """The memo's entries in order, without the ids (each implementation
+    copies its own fresh graph)."""
+    out = []
+    for k, v in memo.items():
+        if k == id(memo):
+            out.append(("keep", [type(o).__name__ for o in v]))
+        elif k == "torch":
+            out.append(("torch", len(v), [type(s).__name__ for s in v.values()]))
+        else:
+            out.append(type(v).__name__)
+    return out
+
+
+@pytest.mark.parametrize("memo_kind", [None, "dict"])
+def test_random_graphs_with_hooks(defer, memo_kind):
+    from test_torch import shape_of
+    import os
+    for seed in range(int(os.environ.get("FASTCOPY_TORCH_FUZZ_N", "120"))):
+        results = []
+        for impl in IMPLS:
+            x = random_graph(seed)        # fresh: Bump writes into sources
+            LOG.clear()
+            memo = {} if memo_kind else None
+            try:
+                y = impl(x, memo)
+                res = (shape_of(y, x), holders_state(y, []),
+                       memo_sig(memo) if memo is not None else None)
+            except Exception as e:        # the same error, at the same point
+                res = ("raised", type(e), str(e))
+            results.append((res, list(LOG)))
+        assert results[0] == results[1], "seed %d" % seed
