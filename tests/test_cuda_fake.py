@@ -684,6 +684,29 @@ def test_deepcopy_error_in_walk_still_flushes(fake, routed):
     assert fake.count("cuMemcpyBatchAsync") == 1
 
 
+@pytest.mark.parametrize("defer", [True, False])
+def test_random_graphs_through_the_fake_driver(fake, routed, defer):
+    _torch()
+    import fastcopy
+    import test_torch_defer as T
+    from test_torch import shape_of
+    routed(fake.stream(), defer=defer)
+    for seed in range(60):
+        results = []
+        for impl in (copy, fastcopy):
+            x = T.random_graph(seed)
+            T.LOG.clear()
+            memo = {}
+            try:
+                y = impl.deepcopy(x, memo)
+                res = (shape_of(y, x), T.holders_state(y, []), T.memo_sig(memo))
+            except Exception as e:        # the same error, at the same point
+                res = ("raised", type(e), str(e))
+            results.append((res, list(T.LOG)))
+        assert results[0] == results[1], "seed %d" % seed
+    assert fake.count("cuMemcpyBatchAsync") > 0
+
+
 def test_deepcopy_without_driver_raises_clearly(monkeypatch, routed):
     torch = _torch()
     import fastcopy
