@@ -1642,6 +1642,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->hook_depth = 0;
     c->untracked = NULL;
     c->nuntracked = c->capuntracked = 0;
+    c->gc_grace = FC_GC_GRACE;
 }
 
 FC_INLINE void

@@ -271,12 +271,22 @@ static int fc_demote_all(FcCtx *c);
  * and on error.  An untracked container only makes the collector more
  * conservative (what it references counts as reachable); collections still
  * happen as often, and garbage made by hooks is still collected.
+ *
+ * The first FC_GC_GRACE copies of a call stay tracked: a copy that small
+ * spans at most one or two young collections, so hiding its containers
+ * (untrack, a reference, track again: some 115 instructions each) costs
+ * more than the traversals it saves.  Most calls copy less than that.
  */
+#define FC_GC_GRACE 1000
 
 /* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
 static int
 fc_untrack(FcCtx *c, PyObject *y)
 {
+    if (c->gc_grace > 0) {
+        c->gc_grace--;
+        return 0;
+    }
     if (c->mode != FC_MEMO_NATIVE || !PyObject_GC_IsTracked(y)) {
         return 0;
     }

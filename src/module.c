@@ -236,7 +236,8 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "plain_ok", st->plain_ok,
                          "gen", PyLong_FromUnsignedLongLong(st->gen),
                          "watcher", watcher,
-                         "always_refresh", st->always_refresh);
+                         "always_refresh", st->always_refresh,
+                         "gc_grace", FC_GC_GRACE);
 }
 
 static PyMethodDef fc_methods[] = {
