@@ -539,7 +539,15 @@ fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
         Py_ssize_t ncap = c->frames == c->small_frames ? 256 : c->capframes * 2;
         FcFrame *nf;
         if (c->frames == c->small_frames) {
-            nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
+            size_t got;
+            nf = fc_spare_take(c->native.spare, FC_SPARE_FRAMES,
+                               sizeof(FcFrame) * (size_t)ncap, &got);
+            if (nf != NULL) {
+                ncap = (Py_ssize_t)(got / sizeof(FcFrame));
+            }
+            else {
+                nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
+            }
             if (nf != NULL) {
                 memcpy(nf, c->small_frames, sizeof(FcFrame) * (size_t)c->nframes);
             }
@@ -1635,6 +1643,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->memo = NULL;
     c->memo_id = NULL;
     fc_memo_init(&c->native);
+#ifndef Py_GIL_DISABLED
+    c->native.spare = &st->spare;
+#endif
     c->frames = c->small_frames;
     c->nframes = 0;
     c->capframes = FC_FRAMES_INLINE;
@@ -1654,7 +1665,8 @@ fc_ctx_fini(FcCtx *c)
         fc_pop(c);
     }
     if (c->frames != c->small_frames) {
-        PyMem_Free(c->frames);
+        fc_spare_give(c->native.spare, FC_SPARE_FRAMES, c->frames,
+                      sizeof(FcFrame) * (size_t)c->capframes);
     }
     fc_memo_clear(&c->native);
     Py_CLEAR(c->memo);

@@ -192,6 +192,13 @@ typedef struct {
 /* Module state                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Heap buffers a finished call leaves to the next one (memo.c). */
+enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPARE__COUNT };
+typedef struct {
+    void *p[FC_SPARE__COUNT];      /* PyMem_* blocks, or NULL */
+    size_t size[FC_SPARE__COUNT];  /* their sizes in bytes */
+} FcSpare;
+
 typedef struct {
     /* the stdlib pieces we follow (refreshed when the copy module or its
        dispatch tables change) */
@@ -279,6 +286,7 @@ typedef struct {
                                       through object.__class__ (torch.c) */
 
     FcPlan plans[FC_PLAN_SLOTS];
+    FcSpare spare;                 /* the last call's heap buffers (memo.c) */
 } FcState;
 
 /* ------------------------------------------------------------------ */
@@ -300,6 +308,8 @@ typedef struct {
     PyObject **keep;              /* keep-alive originals, strong, in order */
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
+    Py_ssize_t index_slots;       /* slots allocated for index (>= mask + 1) */
+    FcSpare *spare;               /* where heap tables come from and go; or NULL */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;

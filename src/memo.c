@@ -40,6 +40,64 @@
  */
 #include "fastcopy.h"
 
+/* ------------------------------------------------------------------ */
+/* Spare buffers                                                       */
+/* ------------------------------------------------------------------ */
+
+/* A call that outgrows its inline arrays (frames, memo entries, index,
+   keep-alive) used to malloc them and grow them by realloc, copying each
+   time, then free them on return: for a 400-level chain that was a sixth
+   of the walker's own cost.  The largest block of each kind, up to
+   FC_SPARE_MAX bytes, is now kept in the module state for the next call.
+   Only the buffers are kept, never their contents (the memo is still
+   empty at the start of every call), and small copies never touch them.
+   A hook's nested deepcopy() finds the slot empty (the outer call holds
+   the buffer) and allocates its own.  Free-threaded builds keep nothing:
+   the state is shared between threads. */
+#define FC_SPARE_MAX ((size_t)64 << 10)
+
+/* Take spare buffer `slot` if it holds at least `want` bytes (*size: how
+   many).  buffer | NULL */
+FC_INLINE void *
+fc_spare_take(FcSpare *sp, int slot, size_t want, size_t *size)
+{
+    if (sp == NULL || sp->p[slot] == NULL || sp->size[slot] < want) {
+        return NULL;
+    }
+    void *p = sp->p[slot];
+    *size = sp->size[slot];
+    sp->p[slot] = NULL;
+    return p;
+}
+
+/* Done with buffer p of `size` bytes: keep the larger of it and the spare
+   already there, free the other. */
+static void
+fc_spare_give(FcSpare *sp, int slot, void *p, size_t size)
+{
+    if (sp != NULL && size <= FC_SPARE_MAX
+        && (sp->p[slot] == NULL || sp->size[slot] < size)) {
+        PyMem_Free(sp->p[slot]);
+        sp->p[slot] = p;
+        sp->size[slot] = size;
+        return;
+    }
+    PyMem_Free(p);
+}
+
+static void
+fc_spare_free(FcSpare *sp)
+{
+    for (int i = 0; i < FC_SPARE__COUNT; i++) {
+        PyMem_Free(sp->p[i]);
+        sp->p[i] = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The native table                                                    */
+/* ------------------------------------------------------------------ */
+
 FC_INLINE size_t
 fc_memo_hash(PyObject *p)
 {
@@ -60,11 +118,14 @@ fc_memo_init(FcMemo *m)
     m->nkeep = 0;
     m->capkeep = FC_MEMO_INLINE;
     m->keep_pos = -1;
+    m->index_slots = 0;
+    m->spare = NULL;
 }
 
 static void
 fc_memo_clear(FcMemo *m)
 {
+    FcSpare *sp = m->spare;
     for (Py_ssize_t i = 0; i < m->n; i++) {
         Py_CLEAR(m->entries[i].value);
     }
@@ -72,15 +133,18 @@ fc_memo_clear(FcMemo *m)
         Py_CLEAR(m->keep[i]);
     }
     if (m->entries != m->small) {
-        PyMem_Free(m->entries);
+        fc_spare_give(sp, FC_SPARE_ENTRIES, m->entries,
+                      sizeof(FcMemoEntry) * (size_t)m->cap);
     }
     if (m->index != NULL) {
-        PyMem_Free(m->index);
+        fc_spare_give(sp, FC_SPARE_INDEX, m->index,
+                      sizeof(int32_t) * (size_t)m->index_slots);
     }
     if (m->keep != m->small_keep) {
-        PyMem_Free(m->keep);
+        fc_spare_give(sp, FC_SPARE_KEEP, m->keep, sizeof(PyObject *) * (size_t)m->capkeep);
     }
     fc_memo_init(m);
+    m->spare = sp;
 }
 
 /* Rebuild the index for at least `need` entries.  0 | -1+exc */
@@ -97,10 +161,18 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     }
     /* slots hold position + 1, so a zeroed table is an empty one and big
        tables come from calloc's already-zero pages */
-    int32_t *idx = PyMem_Calloc((size_t)size, sizeof(int32_t));
-    if (idx == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    size_t got, bytes = sizeof(int32_t) * (size_t)size;
+    int32_t *idx = fc_spare_take(m->spare, FC_SPARE_INDEX, bytes, &got);
+    if (idx != NULL) {
+        memset(idx, 0, bytes);
+    }
+    else {
+        idx = PyMem_Calloc((size_t)size, sizeof(int32_t));
+        if (idx == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        got = bytes;
     }
     size_t mask = (size_t)size - 1;
     for (Py_ssize_t i = 0; i < m->n; i++) {
@@ -110,8 +182,12 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
         }
         idx[j] = (int32_t)(i + 1);
     }
-    PyMem_Free(m->index);
+    if (m->index != NULL) {
+        fc_spare_give(m->spare, FC_SPARE_INDEX, m->index,
+                      sizeof(int32_t) * (size_t)m->index_slots);
+    }
     m->index = idx;
+    m->index_slots = (Py_ssize_t)(got / sizeof(int32_t));
     m->mask = (Py_ssize_t)mask;
     return 0;
 }
@@ -179,7 +255,15 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         }
         FcMemoEntry *ne;
         if (m->entries == m->small) {
-            ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
+            size_t got;
+            ne = fc_spare_take(m->spare, FC_SPARE_ENTRIES,
+                               sizeof(FcMemoEntry) * (size_t)ncap, &got);
+            if (ne != NULL) {
+                ncap = (Py_ssize_t)(got / sizeof(FcMemoEntry));
+            }
+            else {
+                ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
+            }
             if (ne != NULL) {
                 memcpy(ne, m->small, sizeof(FcMemoEntry) * (size_t)m->n);
             }
@@ -222,7 +306,14 @@ fc_memo_keep(FcMemo *m, PyObject *x)
         Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
         PyObject **nk;
         if (m->keep == m->small_keep) {
-            nk = PyMem_Malloc(sizeof(PyObject *) * (size_t)ncap);
+            size_t got;
+            nk = fc_spare_take(m->spare, FC_SPARE_KEEP, sizeof(PyObject *) * (size_t)ncap, &got);
+            if (nk != NULL) {
+                ncap = (Py_ssize_t)(got / sizeof(PyObject *));
+            }
+            else {
+                nk = PyMem_Malloc(sizeof(PyObject *) * (size_t)ncap);
+            }
             if (nk != NULL) {
                 memcpy(nk, m->small_keep, sizeof(PyObject *) * (size_t)m->nkeep);
             }

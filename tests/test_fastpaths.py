@@ -384,3 +384,32 @@ def test_hook_sees_tracked_copies(pad):
     import fastcopy
     fastcopy.deepcopy([[] for _ in range(pad)] + [[1, [2]], {"a": [3]}, Look()])
     assert seen and all(seen)
+
+
+# ---------------------------------------------------------------------------
+# heap buffers kept from one call for the next (memo.c, "Spare buffers")
+
+def _chain(depth, leaf):
+    node = {"level": depth, "leaf": leaf}
+    for i in range(depth - 1, 0, -1):
+        node = {"level": i, "child": node, "shared": node}
+    return node
+
+
+def test_nested_call_while_buffers_are_held():
+    # the outer call has left its inline arrays (frames, memo, keep-alive) when the hook
+    # runs; the hook's own deepcopy() needs heap arrays too, and both must come out whole.
+    # Depths stay within what the stdlib's recursion can do under pytest.
+    class Inner:
+        def __init__(self, payload):
+            self.payload = payload
+
+        def __deepcopy__(self, memo):
+            return Inner(self.impl.deepcopy(self.payload))
+
+    def scenario(impl):
+        Inner.impl = impl
+        x = [_chain(150, Inner(_chain(150, [1]))), _chain(20, [2])]
+        return Case(x, lambda: impl.deepcopy(x))
+    for _ in range(3):          # the later rounds start with buffers left by the calls before
+        assert_equivalent(scenario)
