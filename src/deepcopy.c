@@ -1305,28 +1305,32 @@ finish:
 /* Is x to be shared rather than copied (deepcopy(share=...))?
    1 | 0 | -1+exc */
 static int fc_share_match(FcCtx *c, PyObject *x);
-static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
+static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
 
 /* One deepcopy(x, memo) step: a finished copy, or a pushed frame.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
 fc_enter(FcCtx *c, PyObject *x)
 {
-    FcState *st = c->st;
-    PyTypeObject *tp = Py_TYPE(x);
-    int k = fc_kind(tp);
-    uint32_t bit = FK_BIT(k) & st->deep_ok;
+    int k = fc_kind(Py_TYPE(x));
     PyObject *y;
-    int r;
 
-    if ((bit & FC_DEEP_ATOMIC) && c->mode == FC_MEMO_NATIVE) {
-        return Py_NewRef(x);
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        if (FK_BIT(k) & c->st->deep_ok & FC_DEEP_ATOMIC) {
+            return Py_NewRef(x);
+        }
+        /* a frame that just looked x up and missed need not look again */
+        if (!fc_memo_missed(&c->native, x)
+            && (y = fc_memo_get(&c->native, x)) != NULL) {
+            return Py_NewRef(y);
+        }
+        return fc_dispatch(c, x, k);
     }
-    r = fc_memo_lookup(c, x, &y);
+    int r = fc_memo_lookup(c, x, &y);
     if (r != 0) {
         return r > 0 ? y : NULL;
     }
-    return fc_enter_dispatch(c, x);
+    return fc_dispatch(c, x, k);
 }
 
 /* deepcopy(x) after its memo lookup missed.
@@ -1334,9 +1338,15 @@ fc_enter(FcCtx *c, PyObject *x)
 static PyObject *
 fc_enter_dispatch(FcCtx *c, PyObject *x)
 {
+    return fc_dispatch(c, x, fc_kind(Py_TYPE(x)));
+}
+
+/* fc_enter_dispatch, for x of kind k. */
+static PyObject *
+fc_dispatch(FcCtx *c, PyObject *x, int k)
+{
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
-    int k = fc_kind(tp);
     uint32_t bit = FK_BIT(k) & st->deep_ok;
     PyObject *y;
     int r;

@@ -309,6 +309,9 @@ typedef struct {
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
     Py_ssize_t index_slots;       /* slots allocated for index (>= mask + 1) */
+    PyObject *miss;               /* the last key looked up and not found, */
+    size_t miss_slot;             /*   and the free slot it would take; both */
+                                  /*   forgotten by the next insertion */
     FcSpare *spare;               /* where heap tables come from and go; or NULL */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];

@@ -119,6 +119,8 @@ fc_memo_init(FcMemo *m)
     m->capkeep = FC_MEMO_INLINE;
     m->keep_pos = -1;
     m->index_slots = 0;
+    m->miss = NULL;
+    m->miss_slot = 0;
     m->spare = NULL;
 }
 
@@ -192,7 +194,9 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     return 0;
 }
 
-/* borrowed copy | NULL (missing; never an error) */
+/* borrowed copy | NULL (missing; never an error).  A miss is remembered:
+   the walker usually looks the same object up again when it enters it,
+   and then stores its copy (fc_memo_missed, fc_memo_set). */
 FC_INLINE PyObject *
 fc_memo_get(FcMemo *m, PyObject *key)
 {
@@ -202,6 +206,7 @@ fc_memo_get(FcMemo *m, PyObject *key)
                 return m->entries[i].value;
             }
         }
+        m->miss = key;
         return NULL;
     }
     size_t mask = (size_t)m->mask;
@@ -209,6 +214,8 @@ fc_memo_get(FcMemo *m, PyObject *key)
     for (;;) {
         int32_t e = m->index[j];
         if (e == 0) {
+            m->miss = key;
+            m->miss_slot = j;
             return NULL;
         }
         if (m->entries[e - 1].key == key) {
@@ -218,13 +225,24 @@ fc_memo_get(FcMemo *m, PyObject *key)
     }
 }
 
+/* Was key the last lookup, a miss, with nothing inserted since? */
+FC_INLINE int
+fc_memo_missed(FcMemo *m, PyObject *key)
+{
+    return m->miss == key;
+}
+
 /* memo[id(key)] = value (value borrowed, a new reference is taken).
-   One probe: the slot where the key is, or where it goes.  0 | -1+exc */
+   At most one probe: the slot where the key is, or where it goes -- none
+   when the key's own lookup just missed.  0 | -1+exc */
 static int
 fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
 {
     size_t j = 0;
-    if (m->mask == 0) {
+    if (m->miss == key) {
+        j = m->miss_slot;
+    }
+    else if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
                 Py_SETREF(m->entries[i].value, Py_NewRef(value));
@@ -278,6 +296,7 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         m->entries = ne;
         m->cap = ncap;
     }
+    m->miss = NULL;
     Py_ssize_t pos = m->n++;
     m->entries[pos].key = key;
     m->entries[pos].value = Py_NewRef(value);
