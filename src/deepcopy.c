@@ -503,18 +503,7 @@ fc_recon_free(FcRecon *r)
     PyMem_Free(r);
 }
 
-static void fc_frame_release(FcFrame *f);
-
-/* Pop the top frame. */
 FC_INLINE void
-fc_pop(FcCtx *c)
-{
-    FcFrame *f = &c->frames[--c->nframes];
-    c->hook_depth -= f->hooked;
-    fc_frame_release(f);
-}
-
-static void
 fc_frame_release(FcFrame *f)
 {
     Py_CLEAR(f->x);
@@ -529,39 +518,56 @@ fc_frame_release(FcFrame *f)
     }
 }
 
-/* A new top frame for x (x and y: new references are taken).
-   the frame | NULL+exc */
-static FcFrame *
-fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
+/* Pop the top frame. */
+FC_INLINE void
+fc_pop(FcCtx *c)
 {
-    if (FC_UNLIKELY(c->nframes == c->capframes)) {
-        /* leaving the inline frames: go straight to a useful size */
-        Py_ssize_t ncap = c->frames == c->small_frames ? 256 : c->capframes * 2;
-        FcFrame *nf;
-        if (c->frames == c->small_frames) {
-            size_t got;
-            nf = fc_spare_take(c->native.spare, FC_SPARE_FRAMES,
-                               sizeof(FcFrame) * (size_t)ncap, &got);
-            if (nf != NULL) {
-                ncap = (Py_ssize_t)(got / sizeof(FcFrame));
-            }
-            else {
-                nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
-            }
-            if (nf != NULL) {
-                memcpy(nf, c->small_frames, sizeof(FcFrame) * (size_t)c->nframes);
-            }
+    FcFrame *f = &c->frames[--c->nframes];
+    c->hook_depth -= f->hooked;
+    fc_frame_release(f);
+}
+
+/* Room for one more frame.  0 | -1+exc */
+static int
+fc_frames_grow(FcCtx *c)
+{
+    /* leaving the inline frames: go straight to a useful size */
+    Py_ssize_t ncap = c->frames == c->small_frames ? 256 : c->capframes * 2;
+    FcFrame *nf;
+    if (c->frames == c->small_frames) {
+        size_t got;
+        nf = fc_spare_take(c->native.spare, FC_SPARE_FRAMES,
+                           sizeof(FcFrame) * (size_t)ncap, &got);
+        if (nf != NULL) {
+            ncap = (Py_ssize_t)(got / sizeof(FcFrame));
         }
         else {
-            nf = (ncap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(FcFrame)) ? NULL
-                 : PyMem_Realloc(c->frames, sizeof(FcFrame) * (size_t)ncap);
+            nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
         }
-        if (nf == NULL) {
-            PyErr_NoMemory();
-            return NULL;
+        if (nf != NULL) {
+            memcpy(nf, c->small_frames, sizeof(FcFrame) * (size_t)c->nframes);
         }
-        c->frames = nf;
-        c->capframes = ncap;
+    }
+    else {
+        nf = (ncap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(FcFrame)) ? NULL
+             : PyMem_Realloc(c->frames, sizeof(FcFrame) * (size_t)ncap);
+    }
+    if (nf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->frames = nf;
+    c->capframes = ncap;
+    return 0;
+}
+
+/* A new top frame for x (x and y: new references are taken).
+   the frame | NULL+exc */
+FC_INLINE FcFrame *
+fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
+{
+    if (FC_UNLIKELY(c->nframes == c->capframes) && fc_frames_grow(c) < 0) {
+        return NULL;
     }
     FcFrame *f = &c->frames[c->nframes++];
     memset(f, 0, sizeof(*f));

@@ -232,11 +232,9 @@ fc_memo_missed(FcMemo *m, PyObject *key)
     return m->miss == key;
 }
 
-/* memo[id(key)] = value (value borrowed, a new reference is taken).
-   At most one probe: the slot where the key is, or where it goes -- none
-   when the key's own lookup just missed.  0 | -1+exc */
+/* fc_memo_set, every case.  0 | -1+exc */
 static int
-fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
+fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
 {
     size_t j = 0;
     if (m->miss == key) {
@@ -314,9 +312,29 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     return 0;
 }
 
-/* _keep_alive(x): a new reference to x.  0 | -1+exc */
+/* memo[id(key)] = value (value borrowed, a new reference is taken).
+   At most one probe: the slot where the key is, or where it goes -- none
+   when the key's own lookup just missed.  0 | -1+exc */
+FC_INLINE int
+fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
+{
+    /* the usual store: right after the key's lookup missed, with room in
+       both the entries and the index (what fc_memo_set_slow would do) */
+    if (FC_LIKELY(m->miss == key && m->mask != 0 && m->n < m->cap
+                  && (m->n + 1) * 2 <= m->mask)) {
+        Py_ssize_t pos = m->n++;
+        m->miss = NULL;
+        m->entries[pos].key = key;
+        m->entries[pos].value = Py_NewRef(value);
+        m->index[m->miss_slot] = (int32_t)(pos + 1);
+        return 0;
+    }
+    return fc_memo_set_slow(m, key, value);
+}
+
+/* fc_memo_keep, every case.  0 | -1+exc */
 static int
-fc_memo_keep(FcMemo *m, PyObject *x)
+fc_memo_keep_slow(FcMemo *m, PyObject *x)
 {
     if (m->keep_pos < 0) {
         m->keep_pos = m->n;
@@ -349,6 +367,17 @@ fc_memo_keep(FcMemo *m, PyObject *x)
     }
     m->keep[m->nkeep++] = Py_NewRef(x);
     return 0;
+}
+
+/* _keep_alive(x): a new reference to x.  0 | -1+exc */
+FC_INLINE int
+fc_memo_keep(FcMemo *m, PyObject *x)
+{
+    if (FC_LIKELY(m->keep_pos >= 0 && m->nkeep < m->capkeep)) {
+        m->keep[m->nkeep++] = Py_NewRef(x);
+        return 0;
+    }
+    return fc_memo_keep_slow(m, x);
 }
 
 /* ------------------------------------------------------------------ */
@@ -389,14 +418,10 @@ static int fc_demote_all(FcCtx *c);
  */
 #define FC_GC_GRACE 1000
 
-/* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
+/* fc_untrack past the grace.  0 | -1+exc */
 static int
-fc_untrack(FcCtx *c, PyObject *y)
+fc_untrack_slow(FcCtx *c, PyObject *y)
 {
-    if (c->gc_grace > 0) {
-        c->gc_grace--;
-        return 0;
-    }
     if (c->mode != FC_MEMO_NATIVE || !PyObject_GC_IsTracked(y)) {
         return 0;
     }
@@ -413,6 +438,17 @@ fc_untrack(FcCtx *c, PyObject *y)
     c->untracked[c->nuntracked++] = Py_NewRef(y);
     PyObject_GC_UnTrack(y);
     return 0;
+}
+
+/* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
+FC_INLINE int
+fc_untrack(FcCtx *c, PyObject *y)
+{
+    if (c->gc_grace > 0) {
+        c->gc_grace--;
+        return 0;
+    }
+    return fc_untrack_slow(c, y);
 }
 
 static void
@@ -535,13 +571,10 @@ fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res)
     return fc_memo_lookup_py(c, x, c->st->nil, res);
 }
 
-/* memo[id(x)] = y.  0 | -1+exc */
+/* fc_memo_store with a visible memo.  0 | -1+exc */
 static int
-fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
+fc_memo_store_py(FcCtx *c, PyObject *x, PyObject *y)
 {
-    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        return fc_memo_set(&c->native, x, y);
-    }
     PyObject *k = PyLong_FromVoidPtr(x);
     if (k == NULL) {
         return -1;
@@ -550,6 +583,16 @@ fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
                                       : PyObject_SetItem(c->memo, k, y);
     Py_DECREF(k);
     return r;
+}
+
+/* memo[id(x)] = y.  0 | -1+exc */
+FC_INLINE int
+fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        return fc_memo_set(&c->native, x, y);
+    }
+    return fc_memo_store_py(c, x, y);
 }
 
 /* _keep_alive(x, memo):
