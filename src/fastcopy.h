@@ -359,7 +359,8 @@ typedef struct {
     Py_ssize_t hook_depth;    /* frames on the stack that run user code */
     PyObject **untracked;     /* copies hidden from the cyclic GC, strong */
     Py_ssize_t nuntracked, capuntracked;
-    Py_ssize_t gc_grace;      /* copies still to leave tracked (memo.c) */
+    Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
+                                 0: ran out, -1: those hidden since */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

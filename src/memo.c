@@ -411,20 +411,24 @@ static int fc_demote_all(FcCtx *c);
  * conservative (what it references counts as reachable); collections still
  * happen as often, and garbage made by hooks is still collected.
  *
- * The first FC_GC_GRACE copies of a call stay tracked: a copy that small
- * spans at most one or two young collections, so hiding its containers
- * (untrack, a reference, track again: some 115 instructions each) costs
- * more than the traversals it saves.  Most calls copy less than that.
+ * Hiding a container (untrack, a reference, track again: some 115
+ * instructions) costs more than it saves in a copy that spans at most a
+ * young collection or two, and most calls copy less than that.  So the
+ * first FC_GC_GRACE containers of a call stay tracked; when the call makes
+ * one more, the builtin containers made so far (the list, dict and tuple
+ * values of the native memo, which is every one of them) are hidden at
+ * once -- a big early container such as the outer list must not be
+ * traversed by every collection of a long copy -- and from then on each
+ * new copy is hidden as it is made.  (A memo value can also be an object a
+ * reduce function returned rather than made; the memo keeps it alive until
+ * the call ends either way, and it is tracked again then.)
  */
 #define FC_GC_GRACE 1000
 
-/* fc_untrack past the grace.  0 | -1+exc */
+/* Hide y: it is tracked and the memo is native.  0 | -1+exc */
 static int
-fc_untrack_slow(FcCtx *c, PyObject *y)
+fc_untrack_now(FcCtx *c, PyObject *y)
 {
-    if (c->mode != FC_MEMO_NATIVE || !PyObject_GC_IsTracked(y)) {
-        return 0;
-    }
     if (c->nuntracked == c->capuntracked) {
         Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
         PyObject **nu = PyMem_Realloc(c->untracked, sizeof(PyObject *) * (size_t)ncap);
@@ -440,6 +444,32 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
     return 0;
 }
 
+/* fc_untrack past the grace.  0 | -1+exc */
+static int
+fc_untrack_slow(FcCtx *c, PyObject *y)
+{
+    if (c->mode != FC_MEMO_NATIVE) {
+        return 0;
+    }
+    if (c->gc_grace == 0) {
+        /* the grace just ran out: hide the containers made during it */
+        FcMemo *m = &c->native;
+        c->gc_grace = -1;
+        for (Py_ssize_t i = 0; i < m->n; i++) {
+            PyObject *v = m->entries[i].value;
+            PyTypeObject *tp = Py_TYPE(v);
+            if ((tp == &PyList_Type || tp == &PyDict_Type || tp == &PyTuple_Type)
+                && PyObject_GC_IsTracked(v) && fc_untrack_now(c, v) < 0) {
+                return -1;
+            }
+        }
+    }
+    if (!PyObject_GC_IsTracked(y)) {
+        return 0;
+    }
+    return fc_untrack_now(c, y);
+}
+
 /* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
 FC_INLINE int
 fc_untrack(FcCtx *c, PyObject *y)
@@ -448,7 +478,7 @@ fc_untrack(FcCtx *c, PyObject *y)
         c->gc_grace--;
         return 0;
     }
-    return fc_untrack_slow(c, y);
+    return fc_untrack_slow(c, y);   /* gc_grace: 0 just ran out, -1 since */
 }
 
 static void
