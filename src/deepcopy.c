@@ -712,6 +712,12 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     int native = c->mode == FC_MEMO_NATIVE;
     for (;;) {
         PyObject *k, *v;
+        if (f->prefill && f->u.dict.left == 0) {
+            /* x's version tag has not moved since the copy began (else the
+               frame was demoted): the iterator's last step would find the
+               same size and no further entry */
+            break;
+        }
         if (PyDict_GET_SIZE(x) != f->u.dict.used) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
             return -1;
