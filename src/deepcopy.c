@@ -1319,16 +1319,41 @@ finish:
 static int fc_share_match(FcCtx *c, PyObject *x);
 static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
 
+#if FC_HAVE_DICT_VERSION
+/* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
+   copy starts as x.copy() (see "prefill" at the top).
+   FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter_dict_prefill(FcCtx *c, PyObject *x)
+{
+    PyObject *y = PyDict_Copy(x);
+    FcFrame *f;
+    if (y == NULL) {
+        return NULL;
+    }
+    if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    Py_DECREF(y);
+    f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
+    f->prefill = 1;
+    f->u.dict.ver = fc_dict_version(x);
+    return FC_PUSHED;
+}
+#endif
+
 /* One deepcopy(x, memo) step: a finished copy, or a pushed frame.
    new ref | FC_PUSHED | NULL+exc */
-static PyObject *
+FC_INLINE PyObject *
 fc_enter(FcCtx *c, PyObject *x)
 {
     int k = fc_kind(Py_TYPE(x));
     PyObject *y;
 
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        if (FK_BIT(k) & c->st->deep_ok & FC_DEEP_ATOMIC) {
+        uint32_t bit = FK_BIT(k) & c->st->deep_ok;
+        if (bit & FC_DEEP_ATOMIC) {
             return Py_NewRef(x);
         }
         /* a frame that just looked x up and missed need not look again */
@@ -1336,6 +1361,12 @@ fc_enter(FcCtx *c, PyObject *x)
             && (y = fc_memo_get(&c->native, x)) != NULL) {
             return Py_NewRef(y);
         }
+#if FC_HAVE_DICT_VERSION
+        /* fc_dispatch's first step for the commonest container */
+        if (k == FK_DICT && bit && c->share == NULL) {
+            return fc_enter_dict_prefill(c, x);
+        }
+#endif
         return fc_dispatch(c, x, k);
     }
     int r = fc_memo_lookup(c, x, &y);
@@ -1417,19 +1448,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         case FK_DICT:
 #if FC_HAVE_DICT_VERSION
             if (c->mode == FC_MEMO_NATIVE) {
-                y = PyDict_Copy(x);
-                if (y == NULL) {
-                    return NULL;
-                }
-                if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
-                    Py_DECREF(y);
-                    return NULL;
-                }
-                Py_DECREF(y);
-                f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
-                f->prefill = 1;
-                f->u.dict.ver = fc_dict_version(x);
-                return FC_PUSHED;
+                return fc_enter_dict_prefill(c, x);
             }
 #endif
             y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
