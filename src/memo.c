@@ -15,8 +15,9 @@
  *            the address, as _pickle's PyMemoTable), and an array of
  *            keep-alive references.  No int objects, no dict.  Small copies
  *            use FC_MEMO_INLINE entries inside the call's context and never
- *            touch the heap; the table is freed when the call returns, so a
- *            big copy never slows a later small one.
+ *            touch the heap; the table is emptied when the call returns (its
+ *            blocks, up to 64 KiB, are kept for the next big copy: "Spare
+ *            buffers" below), so a big copy never slows a later small one.
  *
  *   DICT / MAPPING   the Python object itself is the only truth.  Every
  *            lookup and store goes through it (PyDict_* for an exact dict,
