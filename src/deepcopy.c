@@ -503,18 +503,7 @@ fc_recon_free(FcRecon *r)
     PyMem_Free(r);
 }
 
-static void fc_frame_release(FcFrame *f);
-
-/* Pop the top frame. */
 FC_INLINE void
-fc_pop(FcCtx *c)
-{
-    FcFrame *f = &c->frames[--c->nframes];
-    c->hook_depth -= f->hooked;
-    fc_frame_release(f);
-}
-
-static void
 fc_frame_release(FcFrame *f)
 {
     Py_CLEAR(f->x);
@@ -529,31 +518,56 @@ fc_frame_release(FcFrame *f)
     }
 }
 
-/* A new top frame for x (x and y: new references are taken).
-   the frame | NULL+exc */
-static FcFrame *
-fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
+/* Pop the top frame. */
+FC_INLINE void
+fc_pop(FcCtx *c)
 {
-    if (FC_UNLIKELY(c->nframes == c->capframes)) {
-        /* leaving the inline frames: go straight to a useful size */
-        Py_ssize_t ncap = c->frames == c->small_frames ? 256 : c->capframes * 2;
-        FcFrame *nf;
-        if (c->frames == c->small_frames) {
-            nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
-            if (nf != NULL) {
-                memcpy(nf, c->small_frames, sizeof(FcFrame) * (size_t)c->nframes);
-            }
+    FcFrame *f = &c->frames[--c->nframes];
+    c->hook_depth -= f->hooked;
+    fc_frame_release(f);
+}
+
+/* Room for one more frame.  0 | -1+exc */
+static int
+fc_frames_grow(FcCtx *c)
+{
+    /* leaving the inline frames: go straight to a useful size */
+    Py_ssize_t ncap = c->frames == c->small_frames ? 256 : c->capframes * 2;
+    FcFrame *nf;
+    if (c->frames == c->small_frames) {
+        size_t got;
+        nf = fc_spare_take(c->native.spare, FC_SPARE_FRAMES,
+                           sizeof(FcFrame) * (size_t)ncap, &got);
+        if (nf != NULL) {
+            ncap = (Py_ssize_t)(got / sizeof(FcFrame));
         }
         else {
-            nf = (ncap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(FcFrame)) ? NULL
-                 : PyMem_Realloc(c->frames, sizeof(FcFrame) * (size_t)ncap);
+            nf = PyMem_Malloc(sizeof(FcFrame) * (size_t)ncap);
         }
-        if (nf == NULL) {
-            PyErr_NoMemory();
-            return NULL;
+        if (nf != NULL) {
+            memcpy(nf, c->small_frames, sizeof(FcFrame) * (size_t)c->nframes);
         }
-        c->frames = nf;
-        c->capframes = ncap;
+    }
+    else {
+        nf = (ncap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(FcFrame)) ? NULL
+             : PyMem_Realloc(c->frames, sizeof(FcFrame) * (size_t)ncap);
+    }
+    if (nf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->frames = nf;
+    c->capframes = ncap;
+    return 0;
+}
+
+/* A new top frame for x (x and y: new references are taken).
+   the frame | NULL+exc */
+FC_INLINE FcFrame *
+fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
+{
+    if (FC_UNLIKELY(c->nframes == c->capframes) && fc_frames_grow(c) < 0) {
+        return NULL;
     }
     FcFrame *f = &c->frames[c->nframes++];
     memset(f, 0, sizeof(*f));
@@ -706,6 +720,12 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     int native = c->mode == FC_MEMO_NATIVE;
     for (;;) {
         PyObject *k, *v;
+        if (f->prefill && f->u.dict.left == 0) {
+            /* x's version tag has not moved since the copy began (else the
+               frame was demoted): the iterator's last step would find the
+               same size and no further entry */
+            break;
+        }
         if (PyDict_GET_SIZE(x) != f->u.dict.used) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
             return -1;
@@ -1346,28 +1366,63 @@ finish:
 /* Is x to be shared rather than copied (deepcopy(share=...))?
    1 | 0 | -1+exc */
 static int fc_share_match(FcCtx *c, PyObject *x);
-static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
+static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
+
+#if FC_HAVE_DICT_VERSION
+/* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
+   copy starts as x.copy() (see "prefill" at the top).
+   FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter_dict_prefill(FcCtx *c, PyObject *x)
+{
+    PyObject *y = PyDict_Copy(x);
+    FcFrame *f;
+    if (y == NULL) {
+        return NULL;
+    }
+    if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    Py_DECREF(y);
+    f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
+    f->prefill = 1;
+    f->u.dict.ver = fc_dict_version(x);
+    return FC_PUSHED;
+}
+#endif
 
 /* One deepcopy(x, memo) step: a finished copy, or a pushed frame.
    new ref | FC_PUSHED | NULL+exc */
-static PyObject *
+FC_INLINE PyObject *
 fc_enter(FcCtx *c, PyObject *x)
 {
-    FcState *st = c->st;
-    PyTypeObject *tp = Py_TYPE(x);
-    int k = fc_kind(tp);
-    uint32_t bit = FK_BIT(k) & st->deep_ok;
+    int k = fc_kind(Py_TYPE(x));
     PyObject *y;
-    int r;
 
-    if ((bit & FC_DEEP_ATOMIC) && c->mode == FC_MEMO_NATIVE) {
-        return Py_NewRef(x);
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        uint32_t bit = FK_BIT(k) & c->st->deep_ok;
+        if (bit & FC_DEEP_ATOMIC) {
+            return Py_NewRef(x);
+        }
+        /* a frame that just looked x up and missed need not look again */
+        if (!fc_memo_missed(&c->native, x)
+            && (y = fc_memo_get(&c->native, x)) != NULL) {
+            return Py_NewRef(y);
+        }
+#if FC_HAVE_DICT_VERSION
+        /* fc_dispatch's first step for the commonest container */
+        if (k == FK_DICT && bit && c->share == NULL) {
+            return fc_enter_dict_prefill(c, x);
+        }
+#endif
+        return fc_dispatch(c, x, k);
     }
-    r = fc_memo_lookup(c, x, &y);
+    int r = fc_memo_lookup(c, x, &y);
     if (r != 0) {
         return r > 0 ? y : NULL;
     }
-    return fc_enter_dispatch(c, x);
+    return fc_dispatch(c, x, k);
 }
 
 /* deepcopy(x) after its memo lookup missed.
@@ -1375,9 +1430,15 @@ fc_enter(FcCtx *c, PyObject *x)
 static PyObject *
 fc_enter_dispatch(FcCtx *c, PyObject *x)
 {
+    return fc_dispatch(c, x, fc_kind(Py_TYPE(x)));
+}
+
+/* fc_enter_dispatch, for x of kind k. */
+static PyObject *
+fc_dispatch(FcCtx *c, PyObject *x, int k)
+{
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
-    int k = fc_kind(tp);
     uint32_t bit = FK_BIT(k) & st->deep_ok;
     PyObject *y;
     int r;
@@ -1436,19 +1497,7 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
         case FK_DICT:
 #if FC_HAVE_DICT_VERSION
             if (c->mode == FC_MEMO_NATIVE) {
-                y = PyDict_Copy(x);
-                if (y == NULL) {
-                    return NULL;
-                }
-                if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
-                    Py_DECREF(y);
-                    return NULL;
-                }
-                Py_DECREF(y);
-                f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
-                f->prefill = 1;
-                f->u.dict.ver = fc_dict_version(x);
-                return FC_PUSHED;
+                return fc_enter_dict_prefill(c, x);
             }
 #endif
             y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
@@ -1684,6 +1733,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->memo = NULL;
     c->memo_id = NULL;
     fc_memo_init(&c->native);
+#ifndef Py_GIL_DISABLED
+    c->native.spare = &st->spare;
+#endif
     c->frames = c->small_frames;
     c->nframes = 0;
     c->capframes = FC_FRAMES_INLINE;
@@ -1694,6 +1746,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->ops = NULL;
     c->nops = c->capops = 0;
     c->torch_ambient = 0;
+    c->gc_grace = FC_GC_GRACE;
 }
 
 FC_INLINE void
@@ -1709,7 +1762,8 @@ fc_ctx_fini(FcCtx *c)
         fc_pop(c);
     }
     if (c->frames != c->small_frames) {
-        PyMem_Free(c->frames);
+        fc_spare_give(c->native.spare, FC_SPARE_FRAMES, c->frames,
+                      sizeof(FcFrame) * (size_t)c->capframes);
     }
     fc_memo_clear(&c->native);
     Py_CLEAR(c->memo);

@@ -194,6 +194,13 @@ typedef struct {
 /* Module state                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Heap buffers a finished call leaves to the next one (memo.c). */
+enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPARE__COUNT };
+typedef struct {
+    void *p[FC_SPARE__COUNT];      /* PyMem_* blocks, or NULL */
+    size_t size[FC_SPARE__COUNT];  /* their sizes in bytes */
+} FcSpare;
+
 typedef struct {
     /* the stdlib pieces we follow (refreshed when the copy module or its
        dispatch tables change) */
@@ -291,6 +298,7 @@ typedef struct {
     Py_ssize_t cuda_batches;
 
     FcPlan plans[FC_PLAN_SLOTS];
+    FcSpare spare;                 /* the last call's heap buffers (memo.c) */
 } FcState;
 
 /* ------------------------------------------------------------------ */
@@ -312,6 +320,11 @@ typedef struct {
     PyObject **keep;              /* keep-alive originals, strong, in order */
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
+    Py_ssize_t index_slots;       /* slots allocated for index (>= mask + 1) */
+    PyObject *miss;               /* the last key looked up and not found, */
+    size_t miss_slot;             /*   and the free slot it would take; both */
+                                  /*   forgotten by the next insertion */
+    FcSpare *spare;               /* where heap tables come from and go; or NULL */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;
@@ -372,6 +385,8 @@ typedef struct {
     Py_ssize_t nops, capops;
     int torch_ambient;        /* torch.c: fc_torch_ambient passed since the last
                                  user code: 0 no, 1 modes, 2 modes and storages */
+    Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
+                                 0: ran out, -1: those hidden since */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

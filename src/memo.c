@@ -15,8 +15,9 @@
  *            the address, as _pickle's PyMemoTable), and an array of
  *            keep-alive references.  No int objects, no dict.  Small copies
  *            use FC_MEMO_INLINE entries inside the call's context and never
- *            touch the heap; the table is freed when the call returns, so a
- *            big copy never slows a later small one.
+ *            touch the heap; the table is emptied when the call returns (its
+ *            blocks, up to 64 KiB, are kept for the next big copy: "Spare
+ *            buffers" below), so a big copy never slows a later small one.
  *
  *   DICT / MAPPING   the Python object itself is the only truth.  Every
  *            lookup and store goes through it (PyDict_* for an exact dict,
@@ -40,6 +41,64 @@
  */
 #include "fastcopy.h"
 
+/* ------------------------------------------------------------------ */
+/* Spare buffers                                                       */
+/* ------------------------------------------------------------------ */
+
+/* A call that outgrows its inline arrays (frames, memo entries, index,
+   keep-alive) used to malloc them and grow them by realloc, copying each
+   time, then free them on return: for a 400-level chain that was a sixth
+   of the walker's own cost.  The largest block of each kind, up to
+   FC_SPARE_MAX bytes, is now kept in the module state for the next call.
+   Only the buffers are kept, never their contents (the memo is still
+   empty at the start of every call), and small copies never touch them.
+   A hook's nested deepcopy() finds the slot empty (the outer call holds
+   the buffer) and allocates its own.  Free-threaded builds keep nothing:
+   the state is shared between threads. */
+#define FC_SPARE_MAX ((size_t)64 << 10)
+
+/* Take spare buffer `slot` if it holds at least `want` bytes (*size: how
+   many).  buffer | NULL */
+FC_INLINE void *
+fc_spare_take(FcSpare *sp, int slot, size_t want, size_t *size)
+{
+    if (sp == NULL || sp->p[slot] == NULL || sp->size[slot] < want) {
+        return NULL;
+    }
+    void *p = sp->p[slot];
+    *size = sp->size[slot];
+    sp->p[slot] = NULL;
+    return p;
+}
+
+/* Done with buffer p of `size` bytes: keep the larger of it and the spare
+   already there, free the other. */
+static void
+fc_spare_give(FcSpare *sp, int slot, void *p, size_t size)
+{
+    if (sp != NULL && size <= FC_SPARE_MAX
+        && (sp->p[slot] == NULL || sp->size[slot] < size)) {
+        PyMem_Free(sp->p[slot]);
+        sp->p[slot] = p;
+        sp->size[slot] = size;
+        return;
+    }
+    PyMem_Free(p);
+}
+
+static void
+fc_spare_free(FcSpare *sp)
+{
+    for (int i = 0; i < FC_SPARE__COUNT; i++) {
+        PyMem_Free(sp->p[i]);
+        sp->p[i] = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The native table                                                    */
+/* ------------------------------------------------------------------ */
+
 FC_INLINE size_t
 fc_memo_hash(PyObject *p)
 {
@@ -60,11 +119,16 @@ fc_memo_init(FcMemo *m)
     m->nkeep = 0;
     m->capkeep = FC_MEMO_INLINE;
     m->keep_pos = -1;
+    m->index_slots = 0;
+    m->miss = NULL;
+    m->miss_slot = 0;
+    m->spare = NULL;
 }
 
 static void
 fc_memo_clear(FcMemo *m)
 {
+    FcSpare *sp = m->spare;
     for (Py_ssize_t i = 0; i < m->n; i++) {
         Py_CLEAR(m->entries[i].value);
     }
@@ -72,15 +136,18 @@ fc_memo_clear(FcMemo *m)
         Py_CLEAR(m->keep[i]);
     }
     if (m->entries != m->small) {
-        PyMem_Free(m->entries);
+        fc_spare_give(sp, FC_SPARE_ENTRIES, m->entries,
+                      sizeof(FcMemoEntry) * (size_t)m->cap);
     }
     if (m->index != NULL) {
-        PyMem_Free(m->index);
+        fc_spare_give(sp, FC_SPARE_INDEX, m->index,
+                      sizeof(int32_t) * (size_t)m->index_slots);
     }
     if (m->keep != m->small_keep) {
-        PyMem_Free(m->keep);
+        fc_spare_give(sp, FC_SPARE_KEEP, m->keep, sizeof(PyObject *) * (size_t)m->capkeep);
     }
     fc_memo_init(m);
+    m->spare = sp;
 }
 
 /* Rebuild the index for at least `need` entries.  0 | -1+exc */
@@ -97,10 +164,18 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     }
     /* slots hold position + 1, so a zeroed table is an empty one and big
        tables come from calloc's already-zero pages */
-    int32_t *idx = PyMem_Calloc((size_t)size, sizeof(int32_t));
-    if (idx == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    size_t got, bytes = sizeof(int32_t) * (size_t)size;
+    int32_t *idx = fc_spare_take(m->spare, FC_SPARE_INDEX, bytes, &got);
+    if (idx != NULL) {
+        memset(idx, 0, bytes);
+    }
+    else {
+        idx = PyMem_Calloc((size_t)size, sizeof(int32_t));
+        if (idx == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        got = bytes;
     }
     size_t mask = (size_t)size - 1;
     for (Py_ssize_t i = 0; i < m->n; i++) {
@@ -110,13 +185,19 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
         }
         idx[j] = (int32_t)(i + 1);
     }
-    PyMem_Free(m->index);
+    if (m->index != NULL) {
+        fc_spare_give(m->spare, FC_SPARE_INDEX, m->index,
+                      sizeof(int32_t) * (size_t)m->index_slots);
+    }
     m->index = idx;
+    m->index_slots = (Py_ssize_t)(got / sizeof(int32_t));
     m->mask = (Py_ssize_t)mask;
     return 0;
 }
 
-/* borrowed copy | NULL (missing; never an error) */
+/* borrowed copy | NULL (missing; never an error).  A miss is remembered:
+   the walker usually looks the same object up again when it enters it,
+   and then stores its copy (fc_memo_missed, fc_memo_set). */
 FC_INLINE PyObject *
 fc_memo_get(FcMemo *m, PyObject *key)
 {
@@ -126,6 +207,7 @@ fc_memo_get(FcMemo *m, PyObject *key)
                 return m->entries[i].value;
             }
         }
+        m->miss = key;
         return NULL;
     }
     size_t mask = (size_t)m->mask;
@@ -133,6 +215,8 @@ fc_memo_get(FcMemo *m, PyObject *key)
     for (;;) {
         int32_t e = m->index[j];
         if (e == 0) {
+            m->miss = key;
+            m->miss_slot = j;
             return NULL;
         }
         if (m->entries[e - 1].key == key) {
@@ -142,13 +226,22 @@ fc_memo_get(FcMemo *m, PyObject *key)
     }
 }
 
-/* memo[id(key)] = value (value borrowed, a new reference is taken).
-   One probe: the slot where the key is, or where it goes.  0 | -1+exc */
+/* Was key the last lookup, a miss, with nothing inserted since? */
+FC_INLINE int
+fc_memo_missed(FcMemo *m, PyObject *key)
+{
+    return m->miss == key;
+}
+
+/* fc_memo_set, every case.  0 | -1+exc */
 static int
-fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
+fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
 {
     size_t j = 0;
-    if (m->mask == 0) {
+    if (m->miss == key) {
+        j = m->miss_slot;
+    }
+    else if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
                 Py_SETREF(m->entries[i].value, Py_NewRef(value));
@@ -179,7 +272,15 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         }
         FcMemoEntry *ne;
         if (m->entries == m->small) {
-            ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
+            size_t got;
+            ne = fc_spare_take(m->spare, FC_SPARE_ENTRIES,
+                               sizeof(FcMemoEntry) * (size_t)ncap, &got);
+            if (ne != NULL) {
+                ncap = (Py_ssize_t)(got / sizeof(FcMemoEntry));
+            }
+            else {
+                ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
+            }
             if (ne != NULL) {
                 memcpy(ne, m->small, sizeof(FcMemoEntry) * (size_t)m->n);
             }
@@ -194,6 +295,7 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         m->entries = ne;
         m->cap = ncap;
     }
+    m->miss = NULL;
     Py_ssize_t pos = m->n++;
     m->entries[pos].key = key;
     m->entries[pos].value = Py_NewRef(value);
@@ -211,9 +313,29 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     return 0;
 }
 
-/* _keep_alive(x): a new reference to x.  0 | -1+exc */
+/* memo[id(key)] = value (value borrowed, a new reference is taken).
+   At most one probe: the slot where the key is, or where it goes -- none
+   when the key's own lookup just missed.  0 | -1+exc */
+FC_INLINE int
+fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
+{
+    /* the usual store: right after the key's lookup missed, with room in
+       both the entries and the index (what fc_memo_set_slow would do) */
+    if (FC_LIKELY(m->miss == key && m->mask != 0 && m->n < m->cap
+                  && (m->n + 1) * 2 <= m->mask)) {
+        Py_ssize_t pos = m->n++;
+        m->miss = NULL;
+        m->entries[pos].key = key;
+        m->entries[pos].value = Py_NewRef(value);
+        m->index[m->miss_slot] = (int32_t)(pos + 1);
+        return 0;
+    }
+    return fc_memo_set_slow(m, key, value);
+}
+
+/* fc_memo_keep, every case.  0 | -1+exc */
 static int
-fc_memo_keep(FcMemo *m, PyObject *x)
+fc_memo_keep_slow(FcMemo *m, PyObject *x)
 {
     if (m->keep_pos < 0) {
         m->keep_pos = m->n;
@@ -222,7 +344,14 @@ fc_memo_keep(FcMemo *m, PyObject *x)
         Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
         PyObject **nk;
         if (m->keep == m->small_keep) {
-            nk = PyMem_Malloc(sizeof(PyObject *) * (size_t)ncap);
+            size_t got;
+            nk = fc_spare_take(m->spare, FC_SPARE_KEEP, sizeof(PyObject *) * (size_t)ncap, &got);
+            if (nk != NULL) {
+                ncap = (Py_ssize_t)(got / sizeof(PyObject *));
+            }
+            else {
+                nk = PyMem_Malloc(sizeof(PyObject *) * (size_t)ncap);
+            }
             if (nk != NULL) {
                 memcpy(nk, m->small_keep, sizeof(PyObject *) * (size_t)m->nkeep);
             }
@@ -239,6 +368,17 @@ fc_memo_keep(FcMemo *m, PyObject *x)
     }
     m->keep[m->nkeep++] = Py_NewRef(x);
     return 0;
+}
+
+/* _keep_alive(x): a new reference to x.  0 | -1+exc */
+FC_INLINE int
+fc_memo_keep(FcMemo *m, PyObject *x)
+{
+    if (FC_LIKELY(m->keep_pos >= 0 && m->nkeep < m->capkeep)) {
+        m->keep[m->nkeep++] = Py_NewRef(x);
+        return 0;
+    }
+    return fc_memo_keep_slow(m, x);
 }
 
 /* ------------------------------------------------------------------ */
@@ -271,15 +411,25 @@ static int fc_demote_all(FcCtx *c);
  * and on error.  An untracked container only makes the collector more
  * conservative (what it references counts as reachable); collections still
  * happen as often, and garbage made by hooks is still collected.
+ *
+ * Hiding a container (untrack, a reference, track again: some 115
+ * instructions) costs more than it saves in a copy that spans at most a
+ * young collection or two, and most calls copy less than that.  So the
+ * first FC_GC_GRACE containers of a call stay tracked; when the call makes
+ * one more, the builtin containers made so far (the list, dict and tuple
+ * values of the native memo whose original is a container of the same
+ * builtin type copied by the walker itself) are hidden at once -- a big
+ * early container such as the outer list must not be traversed by every
+ * collection of a long copy -- and from then on each new copy is hidden as
+ * it is made.  Objects a reduce function or a registered copier returned
+ * are never hidden: they may be older than the call.
  */
+#define FC_GC_GRACE 1000
 
-/* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
+/* Hide y: it is tracked and the memo is native.  0 | -1+exc */
 static int
-fc_untrack(FcCtx *c, PyObject *y)
+fc_untrack_now(FcCtx *c, PyObject *y)
 {
-    if (c->mode != FC_MEMO_NATIVE || !PyObject_GC_IsTracked(y)) {
-        return 0;
-    }
     if (c->nuntracked == c->capuntracked) {
         Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
         PyObject **nu = PyMem_Realloc(c->untracked, sizeof(PyObject *) * (size_t)ncap);
@@ -293,6 +443,48 @@ fc_untrack(FcCtx *c, PyObject *y)
     c->untracked[c->nuntracked++] = Py_NewRef(y);
     PyObject_GC_UnTrack(y);
     return 0;
+}
+
+/* fc_untrack past the grace.  0 | -1+exc */
+static int
+fc_untrack_slow(FcCtx *c, PyObject *y)
+{
+    if (c->mode != FC_MEMO_NATIVE) {
+        return 0;
+    }
+    if (c->gc_grace == 0) {
+        /* the grace just ran out: hide the containers made during it */
+        FcMemo *m = &c->native;
+        c->gc_grace = -1;
+        uint32_t ok = c->st->deep_ok;
+        for (Py_ssize_t i = 0; i < m->n; i++) {
+            PyObject *v = m->entries[i].value, *k = m->entries[i].key;
+            PyTypeObject *tp = Py_TYPE(v);
+            /* only the walker's own copies: a builtin container copied as
+               such (no copier registered for its type), not the original */
+            int kind = tp == &PyList_Type ? FK_LIST : tp == &PyDict_Type ? FK_DICT
+                       : tp == &PyTuple_Type ? FK_TUPLE : -1;
+            if (kind >= 0 && v != k && Py_TYPE(k) == tp && (FK_BIT(kind) & ok)
+                && PyObject_GC_IsTracked(v) && fc_untrack_now(c, v) < 0) {
+                return -1;
+            }
+        }
+    }
+    if (!PyObject_GC_IsTracked(y)) {
+        return 0;
+    }
+    return fc_untrack_now(c, y);
+}
+
+/* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
+FC_INLINE int
+fc_untrack(FcCtx *c, PyObject *y)
+{
+    if (c->gc_grace > 0) {
+        c->gc_grace--;
+        return 0;
+    }
+    return fc_untrack_slow(c, y);   /* gc_grace: 0 just ran out, -1 since */
 }
 
 static void
@@ -415,13 +607,10 @@ fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res)
     return fc_memo_lookup_py(c, x, c->st->nil, res);
 }
 
-/* memo[id(x)] = y.  0 | -1+exc */
+/* fc_memo_store with a visible memo.  0 | -1+exc */
 static int
-fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
+fc_memo_store_py(FcCtx *c, PyObject *x, PyObject *y)
 {
-    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        return fc_memo_set(&c->native, x, y);
-    }
     PyObject *k = PyLong_FromVoidPtr(x);
     if (k == NULL) {
         return -1;
@@ -430,6 +619,16 @@ fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
                                       : PyObject_SetItem(c->memo, k, y);
     Py_DECREF(k);
     return r;
+}
+
+/* memo[id(x)] = y.  0 | -1+exc */
+FC_INLINE int
+fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
+        return fc_memo_set(&c->native, x, y);
+    }
+    return fc_memo_store_py(c, x, y);
 }
 
 /* _keep_alive(x, memo):

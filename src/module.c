@@ -226,7 +226,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
 #else
     int watcher = -1;
 #endif
-    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i}",
+    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
                          "frame_size", (int)sizeof(FcFrame),
@@ -236,7 +236,8 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "plain_ok", st->plain_ok,
                          "gen", PyLong_FromUnsignedLongLong(st->gen),
                          "watcher", watcher,
-                         "always_refresh", st->always_refresh);
+                         "always_refresh", st->always_refresh,
+                         "gc_grace", FC_GC_GRACE);
 }
 
 static PyMethodDef fc_methods[] = {
@@ -497,6 +498,7 @@ fc_clear(PyObject *module)
         Py_CLEAR(st->orig_copy[k]);
     }
     fc_plans_clear(st);
+    fc_spare_free(&st->spare);
     return 0;
 }
 

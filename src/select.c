@@ -329,6 +329,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     FcCtx c;
     fc_ctx_init(&c, st);
     c.share = share;
+    c.gc_grace = -1;    /* n replicas: a big copy from the start (memo.c) */
     FcTape t = {0};
     fc_memo_init(&t.seen);
     PyObject **nodes = NULL;

@@ -363,23 +363,40 @@ def test_enum_deepcopy_replaced_is_called():
 # ---------------------------------------------------------------------------
 # copies and the cyclic GC
 
-def test_results_tracked_like_the_stdlib(impl):
-    x = {"l": [1, [2]], "t": ([1], 2), "d": {"k": [3]}, "atomic_d": {"k": 3}, "o": Point([1], 2)}
+def _gc_grace():
+    try:
+        from fastcopy import _fastcopy
+        return _fastcopy._sysinfo()["gc_grace"]
+    except (ImportError, AttributeError, KeyError):
+        return 1000
+
+
+# A call leaves its first gc_grace copies tracked and hides the rest from the GC until it
+# returns (memo.c): each test runs once as is and once after that many empty-list copies.
+gc_padding = pytest.mark.parametrize("pad", [0, _gc_grace()], ids=["small", "past_grace"])
+
+
+@gc_padding
+def test_results_tracked_like_the_stdlib(impl, pad):
+    x = {"pad": [[] for _ in range(pad)],
+         "l": [1, [2]], "t": ([1], 2), "d": {"k": [3]}, "atomic_d": {"k": 3}, "o": Point([1], 2)}
     y = impl.deepcopy(x)
     ref = copy.deepcopy(x)
     for key in x:
         assert gc.is_tracked(y[key]) == gc.is_tracked(ref[key]), key
     assert gc.is_tracked(y) == gc.is_tracked(ref)
+    assert all(gc.is_tracked(v) for v in y["pad"])
 
 
-def test_cyclic_copies_and_partial_results_are_collectable(impl):
+@gc_padding
+def test_cyclic_copies_and_partial_results_are_collectable(impl, pad):
     import weakref
 
     class Node:
         pass
     n = Node()
     n.me = n
-    n.items = [n, {"n": n}]
+    n.items = [[] for _ in range(pad)] + [n, {"n": n}]
     y = impl.deepcopy(n)
     ref = weakref.ref(y)
     del y
@@ -396,7 +413,7 @@ def test_cyclic_copies_and_partial_results_are_collectable(impl):
         def __init__(self, *a):
             super().__init__(*a)
             made.append(weakref.ref(self))
-    src = []
+    src = [[] for _ in range(pad)]
     src.append(src)
     src.append(Tracked([src]))
     src.append(Fail())
@@ -406,7 +423,8 @@ def test_cyclic_copies_and_partial_results_are_collectable(impl):
     assert all(r() is None for r in made[1:])      # made[0] is the source's own
 
 
-def test_hook_sees_tracked_copies():
+@gc_padding
+def test_hook_sees_tracked_copies(pad):
     # a hook that gets the memo sees every copy made so far tracked again
     seen = []
 
@@ -416,5 +434,34 @@ def test_hook_sees_tracked_copies():
                         if isinstance(v, (list, dict)) and v is not memo.get(id(memo)))
             return self
     import fastcopy
-    fastcopy.deepcopy([[1, [2]], {"a": [3]}, Look()])
+    fastcopy.deepcopy([[] for _ in range(pad)] + [[1, [2]], {"a": [3]}, Look()])
     assert seen and all(seen)
+
+
+# ---------------------------------------------------------------------------
+# heap buffers kept from one call for the next (memo.c, "Spare buffers")
+
+def _chain(depth, leaf):
+    node = {"level": depth, "leaf": leaf}
+    for i in range(depth - 1, 0, -1):
+        node = {"level": i, "child": node, "shared": node}
+    return node
+
+
+def test_nested_call_while_buffers_are_held():
+    # the outer call has left its inline arrays (frames, memo, keep-alive) when the hook
+    # runs; the hook's own deepcopy() needs heap arrays too, and both must come out whole.
+    # Depths stay within what the stdlib's recursion can do under pytest.
+    class Inner:
+        def __init__(self, payload):
+            self.payload = payload
+
+        def __deepcopy__(self, memo):
+            return Inner(self.impl.deepcopy(self.payload))
+
+    def scenario(impl):
+        Inner.impl = impl
+        x = [_chain(150, Inner(_chain(150, [1]))), _chain(20, [2])]
+        return Case(x, lambda: impl.deepcopy(x))
+    for _ in range(3):          # the later rounds start with buffers left by the calls before
+        assert_equivalent(scenario)

@@ -353,3 +353,34 @@ def test_copy_raises_error_class(impl):
         __reduce__ = None
     with pytest.raises(impl.Error if hasattr(impl, "Error") else copy.Error):
         impl.copy(U())
+
+
+class KeySwapper:
+    """Its reduce (run while the memo is still private) swaps a key of the dict being
+    copied for another at the same size, as the iterator's last step would notice."""
+
+    def __init__(self, target, drop, add):
+        self.target, self.drop, self.add = target, drop, add
+
+    def __reduce__(self):
+        if self.drop in self.target:
+            del self.target[self.drop]
+            self.target[self.add] = [self.add]
+        return "swapped"
+
+
+@pytest.mark.parametrize("shape", ["only", "last", "first"])
+def test_dict_keys_swapped_by_reduce_equiv(shape):
+    def scenario(impl):
+        x = {}
+        if shape == "only":
+            x["a"] = KeySwapper(x, "a", "z")
+        elif shape == "last":
+            x["k"] = 1
+            x["a"] = KeySwapper(x, "k", "z")
+        else:
+            x["a"] = None
+            x["b"] = [2]
+            x["a"] = KeySwapper(x, "b", "z")
+        return Case(x, lambda: impl.deepcopy(x))
+    assert_equivalent(scenario)
