@@ -348,7 +348,8 @@ def test_enum_deepcopy_replaced_is_called():
     def fake(self, memo):
         calls.append(self)
         return "copied"
-    original = enum.Enum.__deepcopy__
+    # Enum defines __deepcopy__ from 3.11 on; on 3.10 the fake is an addition
+    original = enum.Enum.__dict__.get("__deepcopy__")
     enum.Enum.__deepcopy__ = fake
     try:
         def scenario(impl):
@@ -357,7 +358,10 @@ def test_enum_deepcopy_replaced_is_called():
             return Case(x, lambda: impl.deepcopy(x), log=calls)
         assert assert_equivalent(scenario)["log"] == [Color.RED]
     finally:
-        enum.Enum.__deepcopy__ = original
+        if original is None:
+            del enum.Enum.__deepcopy__
+        else:
+            enum.Enum.__deepcopy__ = original
 
 
 # ---------------------------------------------------------------------------
