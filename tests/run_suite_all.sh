@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run this test suite on every pyenv interpreter >= 3.10 other than the
+# version `python` is (CI runs the README's command with that one).  Uses the in-place
+# builds tests/run_test_copy_all.sh leaves in fastcopy/ (builds one if missing).
+# Installs pytest into an interpreter that lacks it; numpy and torch are not
+# installed, so their tests skip there.
+# Exit status: number of interpreters that failed (0 = all good).
+set -u
+cd "$(dirname "$0")/.." || exit 99
+root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+default=$(python -c 'import platform; print(platform.python_version())' 2>/dev/null)
+fails=0
+for py in "$root"/versions/*/bin/python; do
+    [ -x "$py" ] || continue
+    ok=$("$py" -c 'import sys; print(int(sys.version_info >= (3, 10)))' 2>/dev/null) || continue
+    [ "$ok" = 1 ] || continue
+    ver=$("$py" -c 'import platform; print(platform.python_version())')
+    [ "$ver" = "$default" ] && continue
+    echo "=== suite on Python $ver"
+    "$py" -c 'import pytest' 2>/dev/null || "$py" -m pip install -q pytest \
+        || { echo "!!! $ver: no pytest"; fails=$((fails + 1)); continue; }
+    if ! "$py" -c 'import fastcopy._fastcopy' 2>/dev/null; then
+        "$py" setup.py -q build_ext --inplace --build-temp "build/temp-$ver" >/dev/null 2>&1 \
+            || { echo "!!! $ver: build failed"; fails=$((fails + 1)); continue; }
+    fi
+    out=$(PYTHONPATH=. "$py" -m pytest -q -p no:cacheprovider tests 2>&1); rc=$?
+    printf '%s\n' "$out" | tail -n 2
+    if [ "$rc" != 0 ]; then
+        echo "!!! $ver: suite failed"
+        printf '%s\n' "$out" | grep -E '^(FAILED|ERROR)' | head -n 20
+        fails=$((fails + 1))
+    fi
+done
+echo "interpreters failing: $fails"
+exit "$fails"
