@@ -1,5 +1,8 @@
 """Issue-3 targets that are ratios to builtins: python benchmarks/targets.py (after building)."""
-import copy, fastcopy, timeit, statistics, gc
+import os, sys
+# the in-place build in the repository root, not an installed copy
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import copy, fastcopy, timeit, statistics, gc  # noqa: E402
 from dataclasses import dataclass
 def med(f, number, repeat=15):
     return statistics.median(timeit.repeat(f, number=number, repeat=repeat)) / number
