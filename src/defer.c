@@ -17,6 +17,9 @@
  * Between flushes nothing but fastcopy and torch's allocator runs, so no
  * one can tell when the bytes moved: the results are the eager ones.
  *
+ * Host copies under 64 KiB are not recorded: they run at once (recording
+ * costs more than the copy, and nothing is gained by waiting).
+ *
  * Running them: CPU copies move with memcpy; from 64 KiB in total with the
  * GIL released, and from 1 MiB split into equal byte ranges over as many
  * threads as torch.get_num_threads() -- what torch's own copy_ would use.  CUDA copies go,
@@ -409,6 +412,12 @@ fc_defer_copy(FcCtx *c, char *dst, const char *src, size_t n, int dev,
 {
     FcState *st = c->st;
     if (n == 0) {
+        return 0;
+    }
+    if (dev < 0 && n < FC_DEFER_NOGIL_MIN) {
+        /* a small host copy costs less than recording it, and nothing is
+           gained by running it later: it runs now */
+        memcpy(dst, src, n);
         return 0;
     }
     if (!st->torch_defer) {

@@ -16,6 +16,10 @@ torch = pytest.importorskip("torch")
 
 IMPLS = [copy.deepcopy, fastcopy.deepcopy]
 
+# float32 elements: 66 KB, over the 64 KiB below which host copies are not
+# recorded but run at once -- the tensors that exercise deferral
+BIG = 16_500
+
 
 @pytest.fixture(params=[True, False], ids=["deferred", "eager"])
 def defer(request):
@@ -28,7 +32,7 @@ def flushes():
     return _fastcopy._defer_stats()["flushes"]
 
 
-def tensors(n=4, size=8):
+def tensors(n=4, size=BIG):
     return [torch.arange(size, dtype=torch.float32) + 100 * i for i in range(n)]
 
 
@@ -69,12 +73,12 @@ class MutatesSource:
 def test_hook_writing_a_source_after_its_copy(defer):
     results = []
     for impl in IMPLS:
-        t = torch.arange(6, dtype=torch.float64)
-        p = torch.nn.Parameter(torch.ones(3))
+        t = torch.arange(BIG, dtype=torch.float64)
+        p = torch.nn.Parameter(torch.ones(BIG))
         y = impl([t, p, MutatesSource(t), MutatesSource(p.data)])
         results.append((y[0].tolist(), y[1].tolist(), y[2].t.tolist(), y[3].t.tolist()))
     assert results[0] == results[1]
-    assert results[1][0] == list(range(6))          # copied before the hook ran
+    assert results[1][0] == list(range(BIG))        # copied before the hook ran
 
 
 class SetstateReads:
@@ -92,7 +96,7 @@ class SetstateReads:
 
 def test_setstate_sees_complete_state(defer):
     for impl in IMPLS:
-        t = torch.arange(5) * 3
+        t = torch.arange(BIG) * 3
         y = impl({"a": t, "obj": SetstateReads(t)})
         assert y["obj"].at_setstate == t.tolist()
         assert y["obj"].t is y["a"]
@@ -120,12 +124,12 @@ def test_key_hash_sees_complete_copy(defer):
     seen = []
     for impl in IMPLS:
         TensorKey.hashed = []
-        k = TensorKey(torch.tensor([1, 2, 3]))
+        k = TensorKey(torch.arange(BIG))
         d = {k: "v", "other": torch.zeros(2)}
         y = impl(d)
         seen.append(TensorKey.hashed)
         (ky,) = [key for key in y if isinstance(key, TensorKey)]
-        assert ky.t.tolist() == [1, 2, 3]
+        assert ky.t.tolist() == list(range(BIG))
     assert seen[0] == seen[1]
 
 
@@ -136,7 +140,7 @@ class Boom:
 
 def test_error_after_queued_copies_leaves_complete_tensors_in_memo(defer):
     for impl in IMPLS:
-        ts = tensors(3, 1000)
+        ts = tensors(3)
         memo = {}
         with pytest.raises(ValueError, match="boom"):
             impl([ts[0], ts[1], ts[2], Boom()], memo)
@@ -145,18 +149,29 @@ def test_error_after_queued_copies_leaves_complete_tensors_in_memo(defer):
 
 
 def test_one_flush_per_call(defer):
-    x = {"t%d" % i: torch.randn(4) for i in range(50)}
-    x["p"] = [torch.nn.Parameter(torch.randn(3)) for _ in range(5)]
+    x = {"t%d" % i: torch.randn(BIG) for i in range(20)}
+    x["p"] = [torch.nn.Parameter(torch.randn(BIG)) for _ in range(5)]
+    x["small"] = [torch.randn(4) for _ in range(10)]
     before = flushes()
     y = fastcopy.deepcopy(x)
     assert flushes() - before == (1 if defer else 0)
     for k in x:
-        if k != "p":
+        if k not in ("p", "small"):
             assert torch.equal(y[k], x[k])
+    assert all(torch.equal(a, b) for a, b in zip(x["p"] + x["small"], y["p"] + y["small"]))
+
+
+def test_small_host_copies_run_at_once(defer):
+    x = {"t%d" % i: torch.randn(4) for i in range(50)}
+    x["p"] = [torch.nn.Parameter(torch.randn(3)) for _ in range(5)]
+    before = flushes()
+    y = fastcopy.deepcopy(x)
+    assert flushes() == before             # nothing was recorded
+    assert all(torch.equal(x[k], y[k]) for k in x if k != "p")
 
 
 def test_flush_per_hook_boundary(defer):
-    ts = tensors(4)
+    ts = tensors(4, BIG)
     x = [ts[0], ReadsMemo([ts[0]]), ts[1], ReadsMemo([ts[1]]), ts[2], ts[3]]
     before = flushes()
     y = fastcopy.deepcopy(x)
@@ -181,7 +196,7 @@ def test_threaded_flush_of_big_copies(defer):
 
 
 def test_share_predicate_sees_complete_copies(defer):
-    t = torch.arange(4)
+    t = torch.arange(BIG)
     seen = []
 
     def share(o):
@@ -221,7 +236,7 @@ def test_cuda_switch_without_cuda_torch_changes_nothing():
 def test_no_leak_of_queued_owners(defer):
     import gc
     import sys
-    x = [torch.randn(16) for _ in range(20)]
+    x = [torch.randn(BIG) for _ in range(20)]
     refs = [sys.getrefcount(t) for t in x]
     for _ in range(50):
         fastcopy.deepcopy(x)
@@ -330,7 +345,7 @@ def random_graph(seed):
             if base.dim() and base.shape[0] > 1 and not isinstance(base, torch.nn.Parameter):
                 return base[1:]                      # a view sharing the storage
             return base                              # the same tensor again
-        n = rng.choice([1, 3, 8, 300])
+        n = rng.choice([1, 3, 8, 300, BIG])
         t = torch.randn(n, generator=g)
         if r < 0.4:
             t = torch.nn.Parameter(t, requires_grad=rng.random() < 0.5)
