@@ -290,6 +290,8 @@ typedef struct {
     int torch_cuda;                /* copy plain CUDA tensors natively */
     PyObject *torch_cuda_stream;   /* torch._C._cuda_getCurrentRawStream or NULL */
     PyObject *torch_num_threads;   /* torch.get_num_threads or NULL */
+    PyObject *torch_real_dtype;    /* the last float/int/bool torch.dtype seen */
+    PyObject *torch_int_dtypes;    /* tuple: torch's integer and bool dtypes */
     int torch_fake_device;         /* tests: CPU copies go to this CUDA device (-1 off) */
     uintptr_t torch_fake_stream;   /* tests: ... on this stream */
     PyObject *cuda_mod;            /* fastcopy._cuda once its C API is used */

@@ -20,7 +20,7 @@
     X(torch_attr_names) X(torch_attrs) X(torch_probes) X(torch_strided) \
     X(torch_preserve) X(torch_copy_deepcopy) X(torch_tensor_globals) \
     X(torch_storage_globals) X(torch_make_subclass) \
-    X(torch_empty_like) X(torch_incr_version) X(torch_cuda_stream) X(torch_num_threads) X(cuda_mod)
+    X(torch_empty_like) X(torch_incr_version) X(torch_cuda_stream) X(torch_num_threads) X(torch_real_dtype) X(torch_int_dtypes) X(cuda_mod)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)

@@ -204,6 +204,7 @@ enum {
     TN_IS_CONJ, TN_IS_NEG, TN_IS_INFERENCE, TN_DATA, TN_CLONE, TN_NBYTES,
     TN_DEVICE, TN_COPY, TN_DATA_PTR, TN_CDATA, TN_TORCH, TN_DEEPCOPY, TN_COPY_MOD,
     TN_MEMORY_FORMAT, TN_NBYTES_ATTR, TN_IS_CONTIGUOUS, TN_IS_COMPLEX,
+    TN_IS_FLOATING_POINT,
     TN__COUNT,
     TN_KW_DEVICE = TN__COUNT,     /* ("device",) */
     TN_KW_MEMORY_FORMAT,          /* ("memory_format",) */
@@ -214,7 +215,7 @@ static const char *const fc_torch_names[TN__COUNT] = {
     "requires_grad", "grad", "is_leaf", "is_cpu", "layout", "is_quantized",
     "is_conj", "is_neg", "is_inference", "data", "clone", "nbytes",
     "device", "copy_", "data_ptr", "_cdata", "torch", "deepcopy", "copy",
-    "memory_format", "nbytes", "is_contiguous", "is_complex",
+    "memory_format", "nbytes", "is_contiguous", "is_complex", "is_floating_point",
 };
 #define TN(st, i) PyTuple_GET_ITEM((st)->torch_names, (i))
 
@@ -479,6 +480,34 @@ fc_torch_init(FcState *st)
     if (st->torch_cuda_stream == NULL) {
         PyErr_Clear();
     }
+    {
+        /* the integer and bool dtypes (fc_torch_special); missing names are
+           skipped (older torch has no uint16..uint64) */
+        static const char *const ints[] = {"bool", "uint8", "int8", "int16", "int32",
+                                           "int64", "uint16", "uint32", "uint64"};
+        PyObject *lst = PyList_New(0);
+        if (lst == NULL) {
+            goto error;
+        }
+        for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+            PyObject *d = PyObject_GetAttrString(torch, ints[i]);
+            if (d == NULL) {
+                PyErr_Clear();
+                continue;
+            }
+            int r = PyList_Append(lst, d);
+            Py_DECREF(d);
+            if (r < 0) {
+                Py_DECREF(lst);
+                goto error;
+            }
+        }
+        Py_XSETREF(st->torch_int_dtypes, PyList_AsTuple(lst));
+        Py_DECREF(lst);
+        if (st->torch_int_dtypes == NULL) {
+            goto error;
+        }
+    }
     Py_XSETREF(st->torch_num_threads, PyObject_GetAttrString(torch, "get_num_threads"));
     if (st->torch_num_threads == NULL) {
         PyErr_Clear();
@@ -738,28 +767,52 @@ fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
     return *res == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
-/* x.is_conj(), asked only of complex tensors: TensorImpl::_set_conj asserts
-   a complex dtype, so no other tensor carries the bit (is_conj() releases
-   and retakes the GIL; the dtype getter does not).  1 | 0 | -1+exc */
+/* Is x quantized or conj?  Asked through its dtype first, with a getter:
+   TensorImpl::_set_conj asserts a complex dtype, and a quantized tensor
+   needs a quantized dtype ("Creation of quantized tensor requires
+   quantized dtype"), so a floating-point, integer or bool dtype answers no
+   for both without is_conj() (which releases and retakes the GIL).  The
+   last such dtype is remembered: torch.dtype objects are singletons.
+   1 | 0 | -1+exc */
 static int
-fc_torch_maybe_conj(FcState *st, PyObject *x)
+fc_torch_special(FcState *st, PyObject *x)
 {
-    PyObject *dt = fc_torch_get(st, x, TA_T_DTYPE), *c;
+    PyObject *dt = fc_torch_get(st, x, TA_T_DTYPE), *v;
+    int r;
     if (dt == NULL) {
         return -1;
     }
-    c = PyObject_GetAttr(dt, TN(st, TN_IS_COMPLEX));
-    Py_DECREF(dt);
-    if (c == NULL) {
+    if (dt == st->torch_real_dtype) {
+        Py_DECREF(dt);
+        return 0;
+    }
+    v = PyObject_GetAttr(dt, TN(st, TN_IS_COMPLEX));
+    r = v == NULL ? -1 : PyObject_IsTrue(v);
+    Py_XDECREF(v);
+    if (r != 0) {
+        Py_DECREF(dt);
+        return r < 0 ? -1 : fc_torch_is(st, x, TA_T_IS_CONJ, 1);
+    }
+    v = PyObject_GetAttr(dt, TN(st, TN_IS_FLOATING_POINT));
+    r = v == NULL ? -1 : PyObject_IsTrue(v);
+    Py_XDECREF(v);
+    if (r == 0) {
+        r = PySequence_Contains(st->torch_int_dtypes, dt);
+    }
+    if (r < 0) {
+        Py_DECREF(dt);
         return -1;
     }
-    int cplx = c == Py_True ? 1 : c == Py_False ? 0 : PyObject_IsTrue(c);
-    Py_DECREF(c);
-    return cplx == 0 ? 0 : cplx < 0 ? -1 : fc_torch_is(st, x, TA_T_IS_CONJ, 1);
+    if (r > 0) {
+        Py_XSETREF(st->torch_real_dtype, dt);
+        return 0;
+    }
+    Py_DECREF(dt);
+    return fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0);
 }
 
 /* Is x on a device we copy: the CPU, or CUDA when turned on and torch has
-   CUDA.  1 | 0 | -1+exc */
+   CUDA.  1 CPU | 2 CUDA | 0 | -1+exc */
 static int
 fc_torch_device_ok(FcState *st, PyObject *x)
 {
@@ -770,16 +823,18 @@ fc_torch_device_ok(FcState *st, PyObject *x)
     if (!st->torch_cuda || st->torch_cuda_stream == NULL) {
         return 0;
     }
-    return fc_torch_is(st, x, TA_T_IS_CUDA, 0);
+    r = fc_torch_is(st, x, TA_T_IS_CUDA, 0);
+    return r > 0 ? 2 : r;
 }
 
-/* Where the bytes of x (accepted by fc_torch_device_ok) live: *dev -1 for
-   host memory, else its CUDA device, with torch's current stream there --
-   the stream torch's own copy_ would run on.  0 | -1+exc */
+/* Where the bytes of x (accepted by fc_torch_device_ok, which returned
+   known; 0: not asked) live: *dev -1 for host memory, else its CUDA device,
+   with torch's current stream there -- the stream torch's own copy_ would
+   run on.  0 | -1+exc */
 static int
-fc_torch_where(FcState *st, PyObject *x, int *dev, uintptr_t *stream)
+fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
 {
-    int cpu = fc_torch_is(st, x, TA_T_IS_CPU, 0);
+    int cpu = known == 1 ? 1 : known == 2 ? 0 : fc_torch_is(st, x, TA_T_IS_CPU, 0);
     if (cpu < 0) {
         return -1;
     }
@@ -839,7 +894,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
     }
     int r;
     if ((r = fc_torch_is(st, x, TA_T_IS_LEAF, 0)) != 1
-        || (r = fc_torch_device_ok(st, x)) != 1) {
+        || (r = fc_torch_device_ok(st, x)) < 1) {
         return r;
     }
     PyObject *layout = fc_torch_get(st, x, TA_T_LAYOUT);
@@ -850,8 +905,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
     if (layout != st->torch_strided) {
         return 0;
     }
-    if ((r = fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0)) != 0
-        || (r = fc_torch_maybe_conj(st, x)) != 0
+    if ((r = fc_torch_special(st, x)) != 0
         || (r = fc_torch_is(st, x, TA_T_IS_NEG, 1)) != 0
         || (r = fc_torch_is(st, x, TA_T_IS_INFERENCE, 1)) != 0) {
         return r < 0 ? -1 : 0;
@@ -1085,7 +1139,7 @@ fc_torch_tensor_deep(FcCtx *c, PyObject *x)
     int dev;
     uintptr_t stream;
 
-    if (fc_torch_where(st, x, &dev, &stream) < 0) {
+    if (fc_torch_where(st, x, 0, &dev, &stream) < 0) {
         goto error;
     }
     us = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
@@ -1162,7 +1216,7 @@ done:
    empty_strided(sizes, strides) for a dense tensor, as empty_like does,
    then copies).  new ref | NULL+exc | NULL: not for this tensor */
 static PyObject *
-fc_torch_clone_dense(FcCtx *c, PyObject *x)
+fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *v = NULL, *y = NULL;
@@ -1170,8 +1224,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x)
     Py_ssize_t n;
     int dev;
     uintptr_t stream;
-    if (fc_torch_is(st, x, TA_T_IS_QUANTIZED, 0) != 0
-        || fc_torch_maybe_conj(st, x) != 0
+    if (fc_torch_special(st, x) != 0
         || fc_torch_is(st, x, TA_T_IS_NEG, 1) != 0
         || fc_torch_is(st, x, TA_T_IS_CONTIGUOUS, 1) != 1) {
         return NULL;
@@ -1183,7 +1236,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x)
     Py_CLEAR(v);
     if (fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n) < 0 || n < 0
         || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)
-        || fc_torch_where(st, x, &dev, &stream) < 0) {
+        || fc_torch_where(st, x, known, &dev, &stream) < 0) {
         goto fail;
     }
     y = PyObject_CallOneArg(st->torch_empty_like, x);
@@ -1213,10 +1266,10 @@ fail:
    set nothing more (Parameter has no __torch_dispatch__).
    new ref | NULL: not for this one (nothing observable happened) */
 static PyObject *
-fc_torch_param_swap(FcCtx *c, PyObject *x)
+fc_torch_param_swap(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
-    PyObject *y = fc_torch_clone_dense(c, x);
+    PyObject *y = fc_torch_clone_dense(c, x, known);
     if (y == NULL || (PyObject *)Py_TYPE(y) != st->torch_tensor) {
         goto decline;
     }
@@ -1235,17 +1288,17 @@ decline:
 /* Parameter.__deepcopy__: _make_subclass(Parameter, x.data.clone(
    memory_format=preserve_format), x.requires_grad).  new ref | NULL+exc */
 static PyObject *
-fc_torch_param_deep(FcCtx *c, PyObject *x)
+fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *data = NULL, *cl = NULL, *rg = NULL, *y = NULL;
-    if (st->torch_param_swap && (y = fc_torch_param_swap(c, x)) != NULL) {
+    if (st->torch_param_swap && (y = fc_torch_param_swap(c, x, known)) != NULL) {
         return y;
     }
     {
         /* nothing observable has happened yet: any failure here just
            takes torch's own clone below */
-        cl = fc_torch_clone_dense(c, x);
+        cl = fc_torch_clone_dense(c, x, known);
         if (cl == NULL) {
             PyErr_Clear();
         }
@@ -1277,7 +1330,8 @@ done:
     return y;
 }
 
-/* Is x (an exact Parameter) one we copy natively?  1 | 0 | -1+exc */
+/* Is x (an exact Parameter) one we copy natively?  1 CPU | 2 CUDA | 0 |
+   -1+exc */
 static int
 fc_torch_param_ok(FcState *st, PyObject *x)
 {
@@ -1327,7 +1381,7 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
     }
     PyObject *y;
     if (kind == FB_TORCH_PARAM) {
-        y = fc_torch_param_deep(c, x);
+        y = fc_torch_param_deep(c, x, r);
     }
     else {
         /* the memo gets a string key: it must be the stdlib's dict now */

@@ -149,6 +149,10 @@ CASES = {
     "bfloat16": lambda: plain(5, dtype=torch.bfloat16),
     "complex": lambda: plain(4, dtype=torch.complex64),
     "uint8": lambda: plain(7, dtype=torch.uint8),
+    "int8": lambda: plain(7, dtype=torch.int8),
+    "complex128_conj": lambda: plain(4, dtype=torch.complex128).conj(),
+    "float8": lambda: plain(6).to(getattr(torch, "float8_e4m3fn", torch.float16)),
+    "quantized": lambda: torch.quantize_per_tensor(plain(5), 0.1, 3, torch.quint8),
     "big_2mib": lambda: plain(1 << 19),
     "channels_last": lambda: plain(2, 3, 4, 5).to(memory_format=torch.channels_last),
     # contiguous with an unusual stride on a size-1 dimension
