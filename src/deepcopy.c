@@ -115,6 +115,20 @@ fc_kind(PyTypeObject *tp)
     return FK_OTHER;
 }
 
+/* Kinds whose hash and equality are the interpreter's own code (a type's
+   hash is its metaclass's: FK_TYPE is exactly `type`; a weakref's is its
+   referent's, so it is not here). */
+#define FC_QUIET_KEYS (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
+                       | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) \
+                       | FK_BIT(FK_COMPLEX) | FK_BIT(FK_TYPE) | FK_BIT(FK_FUNCTION))
+
+/* Does hashing and comparing k run only the interpreter's own code? */
+FC_INLINE int
+fc_key_quiet(PyObject *k)
+{
+    return (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS) != 0;
+}
+
 /* Is x copied as itself by deepcopy, with no memo involved? (native mode) */
 FC_INLINE int
 fc_deep_atomic(FcCtx *c, PyObject *x)
@@ -737,7 +751,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
         }
-        if (f->prefill && !(fc_deep_atomic(c, k) && fc_key_quiet(k))) {
+        if (f->prefill
+            && !(FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & c->st->deep_ok)) {
             /* the copied key might differ: insertion order would; or its
                hash is not the interpreter's own */
             Py_INCREF(k);

@@ -359,17 +359,6 @@ done:
     return rc;
 }
 
-/* Does hashing and comparing k run only the interpreter's own code?  (A
-   type's hash is its metaclass's; a weakref's is its referent's.) */
-FC_INLINE int
-fc_key_quiet(PyObject *k)
-{
-    PyTypeObject *tp = Py_TYPE(k);
-    return tp == &PyUnicode_Type || tp == &PyLong_Type || tp == &PyFloat_Type
-           || tp == &PyBytes_Type || tp == &PyBool_Type || k == Py_None
-           || tp == &PyType_Type || tp == &PyFunction_Type || tp == &PyComplex_Type;
-}
-
 /* Before a call into code that is not ours: that code may also change
    torch's modes, so the cached ambient check is forgotten.  0 | -1+exc */
 FC_INLINE int
