@@ -41,9 +41,10 @@
 #  endif
 #endif
 
+/* The threaded copier below is shared with numpy.c. */
 #define FC_PAR_MAX_THREADS 64
 /* below this many bytes, dropping and retaking the GIL costs more than it frees */
-#define FC_DEFER_NOGIL_MIN ((size_t)1 << 16)
+#define FC_NOGIL_MIN ((size_t)1 << 16)
 /* from this many bytes, host copies are split over torch's intra-op thread
    count, as torch's own copy_ of a big storage is (at::parallel_for) */
 #define FC_DEFER_PAR_MIN ((size_t)1 << 20)
@@ -52,6 +53,7 @@ typedef struct {
     const FcCopyOp *ops;
     Py_ssize_t nops;
     size_t lo, hi;          /* byte range of the concatenated copies */
+    int populate;           /* fc_copy_bytes */
 } FcParJob;
 
 /* Pieces of a big copy: its destination pages are populated just before
@@ -69,12 +71,14 @@ static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking 
    its pages ahead in a single call instead (measured here: 128 MiB into a
    fresh torch tensor in 49-57 ms against 57-75 ms for torch's own copy_,
    and ~90 ms for a plain memcpy).  The pages hold the same bytes either
-   way; populating pages already mapped changes nothing. */
+   way.  Only when asked (populate): on pages already mapped it is pure
+   cost -- numpy's pool copies took twice as long -- so numpy.c, whose big
+   arrays come mapped (huge pages, or the pool), does not ask. */
 static void
-fc_copy_bytes(char *dst, const char *src, size_t n)
+fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
 {
 #ifdef __linux__
-    if (n >= FC_POPULATE_MIN && !atomic_load_explicit(&fc_populate_broken,
+    if (populate && n >= FC_POPULATE_MIN && !atomic_load_explicit(&fc_populate_broken,
                                                        memory_order_relaxed)) {
         long p = sysconf(_SC_PAGESIZE);
         size_t page = p > 0 ? (size_t)p : 4096;
@@ -98,7 +102,7 @@ fc_copy_bytes(char *dst, const char *src, size_t n)
 
 /* Copy bytes [lo, hi) of the concatenation of ops' buffers. */
 static void
-fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi)
+fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int populate)
 {
     size_t base = 0;
     for (Py_ssize_t i = 0; i < nops && base < hi; i++) {
@@ -106,7 +110,7 @@ fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi)
         if (base + n > lo) {
             a = lo > base ? lo - base : 0;
             b = hi - base < n ? hi - base : n;
-            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a);
+            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a, populate);
         }
         base += n;
     }
@@ -116,36 +120,43 @@ static void *
 fc_par_worker(void *arg)
 {
     FcParJob *j = arg;
-    fc_par_range(j->ops, j->nops, j->lo, j->hi);
+    fc_par_range(j->ops, j->nops, j->lo, j->hi, j->populate);
     return NULL;
 }
 
 /* Every op's memcpy, split by bytes over up to nthreads threads (this one
-   included), range edges rounded to 4 KiB.  Call without the GIL.  A
-   thread that cannot be started leaves its range to this thread. */
+   included); range edges fall on page boundaries of the first op's
+   destination.  Call without the GIL.  A thread that cannot be started
+   leaves its range to this thread. */
 static void
-fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
+fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
+            int populate)
 {
     if (nthreads > FC_PAR_MAX_THREADS) {
         nthreads = FC_PAR_MAX_THREADS;
     }
     if (nthreads <= 1 || total < ((size_t)nthreads << 16)) {
-        fc_par_range(ops, nops, 0, total);
+        fc_par_range(ops, nops, 0, total, populate);
         return;
     }
     FcParJob job[FC_PAR_MAX_THREADS];
     pthread_t tid[FC_PAR_MAX_THREADS];
     int started[FC_PAR_MAX_THREADS];
     size_t per = total / (size_t)nthreads, pos = 0;
+    uintptr_t base = (uintptr_t)ops[0].dst;
     for (int i = 0; i < nthreads; i++) {
-        size_t end = i == nthreads - 1 ? total : ((pos + per + 4095) & ~(size_t)4095);
-        if (end > total) {
-            end = total;
+        size_t end = total;
+        if (i < nthreads - 1) {
+            end = (size_t)(((base + pos + per + 4095) & ~(uintptr_t)4095) - base);
+            if (end > total) {
+                end = total;
+            }
         }
         job[i].ops = ops;
         job[i].nops = nops;
         job[i].lo = pos;
         job[i].hi = end;
+        job[i].populate = populate;
         pos = end;
     }
     pthread_attr_t attr;
@@ -161,13 +172,13 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
     if (have_attr) {
         pthread_attr_destroy(&attr);
     }
-    fc_par_range(ops, nops, job[0].lo, job[0].hi);
+    fc_par_range(ops, nops, job[0].lo, job[0].hi, populate);
     for (int i = 1; i < nthreads; i++) {
         if (started[i]) {
             pthread_join(tid[i], NULL);
         }
         else {
-            fc_par_range(ops, nops, job[i].lo, job[i].hi);
+            fc_par_range(ops, nops, job[i].lo, job[i].hi, populate);
         }
     }
 }
@@ -270,20 +281,22 @@ done:
 static void
 fc_defer_host(FcState *st, const FcCopyOp *ops, Py_ssize_t nops, size_t total)
 {
-    if (total < FC_DEFER_NOGIL_MIN) {
-        fc_par_range(ops, nops, 0, total);
+    if (total < FC_NOGIL_MIN) {
+        fc_par_range(ops, nops, 0, total, 1);
         return;
     }
     int nthreads = 1;
     if (total >= FC_DEFER_PAR_MIN && st->torch_num_threads != NULL) {
         PyObject *v = PyObject_CallNoArgs(st->torch_num_threads);
         long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 1;
+        if (v == NULL || (n == -1 && PyErr_Occurred())) {
+            PyErr_Clear();      /* a thread count is advice: copy on one */
+        }
         Py_XDECREF(v);
-        PyErr_Clear();
         nthreads = n < 1 ? 1 : n > FC_PAR_MAX_THREADS ? FC_PAR_MAX_THREADS : (int)n;
     }
     Py_BEGIN_ALLOW_THREADS
-    fc_par_copy(ops, nops, total, nthreads);
+    fc_par_copy(ops, nops, total, nthreads, 1);
     Py_END_ALLOW_THREADS
 }
 
@@ -403,7 +416,7 @@ fc_defer_copy(FcCtx *c, char *dst, const char *src, size_t n, int dev,
     if (n == 0) {
         return 0;
     }
-    if (dev < 0 && n < FC_DEFER_NOGIL_MIN) {
+    if (dev < 0 && n < FC_NOGIL_MIN) {
         /* a small host copy costs less than recording it, and nothing is
            gained by running it later: it runs now */
         memcpy(dst, src, n);

@@ -30,7 +30,6 @@
  */
 #include "fastcopy.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -42,10 +41,8 @@ static int fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames, const char *const *names, int nnames,
                     int npos, int nreq, PyObject **out);
 
-#define FC_NP_MAX_THREADS 64
 #define FC_NP_MAX_SLOTS 64          /* object slots per element we handle */
 #define FC_NP_DEFAULT_PAR_MIN ((Py_ssize_t)8 << 20)
-#define FC_NP_NOGIL_MIN ((Py_ssize_t)1 << 16)
 
 /* CPUs this process may run on. */
 static int
@@ -76,84 +73,6 @@ fc_np_default_threads(void)
 
 #ifdef FC_HAVE_NUMPY
 #include <numpy/arrayobject.h>
-
-/* ------------------------------------------------------------------ */
-/* Multithreaded memcpy                                                */
-/* ------------------------------------------------------------------ */
-
-typedef struct {
-    char *dst;
-    const char *src;
-    size_t n;
-} FcNpChunk;
-
-static void *
-fc_np_copy_worker(void *arg)
-{
-    FcNpChunk *ch = arg;
-    memcpy(ch->dst, ch->src, ch->n);
-    return NULL;
-}
-
-/* memcpy(dst, src, n) split over up to nthreads threads (this one
-   included); chunk edges are page-aligned in dst.  Call without the GIL.
-   A thread that cannot be started leaves its chunk to this thread. */
-static void
-fc_np_memcpy(char *dst, const char *src, size_t n, int nthreads)
-{
-    if (nthreads > FC_NP_MAX_THREADS) {
-        nthreads = FC_NP_MAX_THREADS;
-    }
-    if (nthreads <= 1 || n < ((size_t)nthreads << 16)) {
-        memcpy(dst, src, n);
-        return;
-    }
-    FcNpChunk ch[FC_NP_MAX_THREADS];
-    pthread_t tid[FC_NP_MAX_THREADS];
-    int started[FC_NP_MAX_THREADS];
-    size_t per = n / (size_t)nthreads, pos = 0;
-    for (int i = 0; i < nthreads; i++) {
-        size_t end;
-        if (i == nthreads - 1) {
-            end = n;
-        }
-        else {
-            uintptr_t e = (uintptr_t)(dst + pos + per);
-            e = (e + 4095) & ~(uintptr_t)4095;
-            end = (size_t)((char *)e - dst);
-            if (end > n) {
-                end = n;
-            }
-        }
-        ch[i].dst = dst + pos;
-        ch[i].src = src + pos;
-        ch[i].n = end - pos;
-        pos = end;
-    }
-    pthread_attr_t attr;
-    int have_attr = pthread_attr_init(&attr) == 0;
-    if (have_attr) {
-        (void)pthread_attr_setstacksize(&attr, 64 << 10);
-    }
-    for (int i = 1; i < nthreads; i++) {
-        started[i] = ch[i].n > 0
-            && pthread_create(&tid[i], have_attr ? &attr : NULL,
-                              fc_np_copy_worker, &ch[i]) == 0;
-    }
-    if (have_attr) {
-        pthread_attr_destroy(&attr);
-    }
-    memcpy(ch[0].dst, ch[0].src, ch[0].n);
-    for (int i = 1; i < nthreads; i++) {
-        if (started[i]) {
-            pthread_join(tid[i], NULL);
-        }
-        else {
-            memcpy(ch[i].dst, ch[i].src, ch[i].n);
-        }
-    }
-}
-
 
 /* ------------------------------------------------------------------ */
 /* The NumPy C API, imported at the first array, and the pool's        */
@@ -378,15 +297,14 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         }
         return y;
     }
-    char *dst = PyArray_BYTES(b);
-    const char *src = PyArray_BYTES(a);
-    if (nbytes < FC_NP_NOGIL_MIN) {
-        memcpy(dst, src, (size_t)nbytes);
+    FcCopyOp op = {PyArray_BYTES(b), PyArray_BYTES(a), (size_t)nbytes, NULL, NULL, -1, 0};
+    if (op.n < FC_NOGIL_MIN) {
+        memcpy(op.dst, op.src, op.n);
         return y;
     }
     int nthreads = nbytes >= st->np_par_min ? st->np_threads : 1;
     Py_BEGIN_ALLOW_THREADS
-    fc_np_memcpy(dst, src, (size_t)nbytes, nthreads);
+    fc_par_copy(&op, 1, op.n, nthreads, 0);     /* defer.c; no populate: see there */
     Py_END_ALLOW_THREADS
     return y;
 }
@@ -628,8 +546,8 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         if (fc_np_size_arg("numpy_threads", o[0], &threads) < 0) {
             return NULL;
         }
-        if (threads > FC_NP_MAX_THREADS) {
-            threads = FC_NP_MAX_THREADS;
+        if (threads > FC_PAR_MAX_THREADS) {
+            threads = FC_PAR_MAX_THREADS;
         }
     }
     if (o[1] != NULL && o[1] != Py_None
