@@ -48,6 +48,10 @@ def cases():
         g = torch.Generator().manual_seed(3)
         return {f"w{i}": torch.randn(1 << 18, generator=g) for i in range(16)}  # 16 x 1 MiB
 
+    def huge():
+        g = torch.Generator().manual_seed(5)
+        return torch.randn(32 << 20, generator=g)                            # 128 MiB
+
     def views():
         g = torch.Generator().manual_seed(4)
         v = [torch.randn(64, 64, generator=g)]
@@ -58,6 +62,7 @@ def cases():
         ("6-layer nn.TransformerEncoder (target 3x)", encoder, 3.0),
         ("dict of 16 x 1 MiB tensors", big, None),
         ("one 64x64 tensor + 64 row views", views, None),
+        ("one 128 MiB tensor", huge, None),
     ]
 
 

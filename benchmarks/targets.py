@@ -8,8 +8,13 @@ def med(f, number, repeat=15):
     return statistics.median(timeit.repeat(f, number=number, repeat=repeat)) / number
 L = [i * 0.25 for i in range(100_000)]
 D = {i: str(i) for i in range(100_000)}
-print("atomic list 100k: deepcopy/list.copy = %.2f" % (med(lambda: fastcopy.deepcopy(L), 20) / med(lambda: L.copy(), 20)))
-print("atomic dict 100k: deepcopy/dict.copy = %.2f" % (med(lambda: fastcopy.deepcopy(D), 20) / med(lambda: D.copy(), 20)))
+def paired(a, b, rounds=31, number=20):
+    """Median over interleaved rounds of time(a) / time(b): both sides see the
+    same moment of this shared machine's memory traffic."""
+    return statistics.median(timeit.timeit(a, number=number) / timeit.timeit(b, number=number)
+                             for _ in range(rounds))
+print("atomic list 100k: deepcopy/list.copy = %.2f" % paired(lambda: fastcopy.deepcopy(L), L.copy))
+print("atomic dict 100k: deepcopy/dict.copy = %.2f" % paired(lambda: fastcopy.deepcopy(D), D.copy))
 tiny = {'a': [1, 2], 'b': (1, 2)}
 big = {i: [i] for i in range(60_000)}
 fresh = med(lambda: fastcopy.deepcopy(tiny), 20000)

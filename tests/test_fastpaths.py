@@ -427,6 +427,42 @@ def test_cyclic_copies_and_partial_results_are_collectable(impl, pad):
     assert all(r() is None for r in made[1:])      # made[0] is the source's own
 
 
+SHARED_LIST = [["module-level"]]    # an existing container a reduce function hands back
+
+
+def _shared_list():
+    return SHARED_LIST
+
+
+class GivesShared:
+    def __reduce__(self):
+        return (_shared_list, ())
+
+
+class ReportsTracking:
+    """A __reduce_ex__ that does not see the memo: it reports, at that point
+    of the copy, whether the existing list is tracked by the GC."""
+    seen = []
+
+    def __reduce_ex__(self, proto):
+        ReportsTracking.seen.append(gc.is_tracked(SHARED_LIST))
+        return (ReportsTracking, ())
+
+
+def test_existing_object_from_a_reduce_stays_tracked():
+    # after the GC grace runs out the walker hides the containers it made
+    # so far; a container a reduce function returned is not one of them
+    import fastcopy
+    results = []
+    for impl in (copy, fastcopy):
+        ReportsTracking.seen = []
+        x = [GivesShared(), [[] for _ in range(2 * _gc_grace())], ReportsTracking()]
+        y = impl.deepcopy(x)
+        assert y[0] is SHARED_LIST
+        results.append(ReportsTracking.seen)
+    assert results[0] == results[1] == [True]
+
+
 @gc_padding
 def test_hook_sees_tracked_copies(pad):
     # a hook that gets the memo sees every copy made so far tracked again
