@@ -74,7 +74,6 @@ typedef struct {
     int batch_abi;              /* 0 none | 1 12.8 ABI (failIdx) | 2 13.0 ABI */
     int ndev;
     FcCudaDevice *devs;
-    const char *last_path;      /* path of the last C API submission, for tests */
 
     fc_cuGetProcAddress_v1_t gpa1;
     fc_cuGetProcAddress_v2_t gpa2;
@@ -420,9 +419,8 @@ fc_cuda_driver_version(PyObject *module, PyObject *Py_UNUSED(ignored))
 PyDoc_STRVAR(info_doc,
 "info() -> dict\n\n"
 "What was loaded: library path, driver version, cuGetProcAddress and batch\n"
-"ABIs, device count, the CUDA headers the hand-declared ABI was checked\n"
-"against at build time (None when built without them), and the path the\n"
-"last batch from a deepcopy call took (None before one).  Never raises.");
+"ABIs, device count, and the CUDA headers the hand-declared ABI was checked\n"
+"against at build time (None when built without them).  Never raises.");
 
 static PyObject *
 fc_cuda_info(PyObject *module, PyObject *Py_UNUSED(ignored))
@@ -438,7 +436,7 @@ fc_cuda_info(PyObject *module, PyObject *Py_UNUSED(ignored))
     checked = Py_NewRef(Py_None);
 #endif
     return Py_BuildValue(
-        "{sOsssssNsNsNsisNsz}",
+        "{sOsssssNsNsNsisN}",
         "available", ok ? Py_True : Py_False,
         "reason", st->reason,
         "library", st->path,
@@ -451,8 +449,7 @@ fc_cuda_info(PyObject *module, PyObject *Py_UNUSED(ignored))
                      : st->batch_abi == 1 ? PyUnicode_FromString("12.8")
                      : Py_NewRef(Py_None),
         "devices", ok ? st->ndev : 0,
-        "abi_checked_against", checked,
-        "last_path", st->last_path);
+        "abi_checked_against", checked);
 }
 
 PyDoc_STRVAR(copy_batch_doc,
@@ -586,7 +583,7 @@ fc_cuda_capi_ready(void *ctx)
 static int
 fc_cuda_capi_submit(void *ctx, int device, uintptr_t stream,
                     unsigned long long *dsts, unsigned long long *srcs, size_t *sizes,
-                    size_t n, char *err, size_t errlen)
+                    size_t n, const char **path, char *err, size_t errlen)
 {
     FcCudaState *st = ctx;
     FcCudaResult res;
@@ -610,7 +607,7 @@ fc_cuda_capi_submit(void *ctx, int device, uintptr_t stream,
             snprintf(err, errlen, "%s failed: %s", res.what, name);
         return -1;
     }
-    st->last_path = res.path;
+    *path = res.path;
     return 0;
 }
 

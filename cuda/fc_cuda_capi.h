@@ -20,10 +20,11 @@ typedef struct {
     int (*ready)(void *ctx);
     /* Without the GIL, after ready(): enqueue dsts[i] <- srcs[i] (sizes[i]
        bytes, all > 0) on `stream` of `device`, as copy_batch() does; never
-       waits.  0 | -1 with a message in err[0..errlen) */
+       waits.  *path: the path taken, a static string (copy_batch's return
+       values).  0 | -1 with a message in err[0..errlen) */
     int (*submit)(void *ctx, int device, uintptr_t stream,
                   unsigned long long *dsts, unsigned long long *srcs, size_t *sizes,
-                  size_t n, char *err, size_t errlen);
+                  size_t n, const char **path, char *err, size_t errlen);
 } FcCudaCAPI;
 
 #endif /* FC_CUDA_CAPI_H */

@@ -191,5 +191,4 @@ def _cuda_backend_info():
                      "device and call, when configure(torch_cuda=True); off by default "
                      "(torch's own path) until verified on a GPU with "
                      "python -m fastcopy.gpucheck"),
-        "last_path": info["last_path"],
     }

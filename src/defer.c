@@ -253,16 +253,18 @@ fc_defer_cuda(FcState *st, const FcCopyOp *ops, const Py_ssize_t *idx, Py_ssize_
         goto done;
     }
     char err[256];
+    const char *path = NULL;
     int r;
     Py_BEGIN_ALLOW_THREADS
     r = api->submit(api->ctx, first->dev, first->stream, dsts, srcs, sizes, (size_t)m,
-                    err, sizeof(err));
+                    &path, err, sizeof(err));
     Py_END_ALLOW_THREADS
     if (r < 0) {
         PyErr_Format(PyExc_RuntimeError, "fastcopy: CUDA copies failed: %s", err);
         goto done;
     }
     st->cuda_batches++;
+    st->cuda_last_path = path;
     rc = 0;
 done:
     PyMem_Free(dsts);

@@ -298,6 +298,7 @@ typedef struct {
     const FcCudaCAPI *cuda_api;
     Py_ssize_t defer_flushes;      /* counters for tests (sysinfo) */
     Py_ssize_t cuda_batches;
+    const char *cuda_last_path;    /* path of the last batch (fastcopy._cuda's static string) */
 
     FcPlan plans[FC_PLAN_SLOTS];
     FcSpare spare;                 /* the last call's heap buffers (memo.c) */

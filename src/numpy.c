@@ -594,15 +594,17 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 
 PyDoc_STRVAR(fc_defer_stats_doc,
 "_defer_stats()\n--\n\n"
-"Tests: how many times deferred byte copies were flushed, and how many\n"
-"CUDA batches were submitted, since the module was loaded.");
+"Tests: how many times deferred byte copies were flushed, how many CUDA\n"
+"batches were submitted since the module was loaded, and the path the last\n"
+"one took (as fastcopy._cuda.copy_batch names it).");
 
 static PyObject *
 fc_py_defer_stats(PyObject *module, PyObject *unused)
 {
     FcState *st = (FcState *)PyModule_GetState(module);
-    return Py_BuildValue("{s:n,s:n}", "flushes", st->defer_flushes,
-                         "cuda_batches", st->cuda_batches);
+    return Py_BuildValue("{s:n,s:n,s:z}", "flushes", st->defer_flushes,
+                         "cuda_batches", st->cuda_batches,
+                         "cuda_last_path", st->cuda_last_path);
 }
 
 PyDoc_STRVAR(fc_fake_cuda_doc,

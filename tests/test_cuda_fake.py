@@ -582,6 +582,11 @@ def routed(fake):
     fastcopy.configure(**old)
 
 
+def _fastcopy_stats():
+    from fastcopy import _fastcopy
+    return _fastcopy._defer_stats()
+
+
 def _tensor_payload(torch):
     base = torch.arange(64, dtype=torch.float32)
     return {"t%d" % i: torch.randn(5, 7) + i for i in range(20)} | {
@@ -616,7 +621,7 @@ def test_deepcopy_one_batch_per_call(fake, routed, version, tag):
     assert fake.count("cuMemcpyBatchAsync") - before == 1
     # every non-empty storage once: 20 tensors, base (its view shares it), 4 params
     assert [e for e in fake.log() if e.startswith(tag)][-1].startswith("%s(25," % tag)
-    assert _cuda.info()["last_path"] == "batch"
+    assert _fastcopy_stats()["cuda_last_path"] == "batch"
 
 
 def test_deepcopy_on_legacy_stream_is_fenced(fake, routed):
@@ -626,7 +631,7 @@ def test_deepcopy_on_legacy_stream_is_fenced(fake, routed):
     x = _tensor_payload(torch)
     y = fastcopy.deepcopy(x)
     _same(torch, copy.deepcopy(x), y)
-    assert _cuda.info()["last_path"] == "batch-fenced"
+    assert _fastcopy_stats()["cuda_last_path"] == "batch-fenced"
     assert fake.count("cuMemcpyBatchAsync") == 1
 
 
