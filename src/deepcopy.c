@@ -1383,14 +1383,12 @@ finish:
 static int fc_share_match(FcCtx *c, PyObject *x);
 static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
 
-#if FC_HAVE_DICT_VERSION
-/* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
-   copy starts as x.copy() (see "prefill" at the top).
-   FC_PUSHED | NULL+exc */
-static PyObject *
-fc_enter_dict_prefill(FcCtx *c, PyObject *x)
+/* The frame copying dict x into y (stolen; NULL: the error of making it),
+   y stored in the memo first, as _deepcopy_dict does.  prefill: y started
+   as x.copy() (see "prefill" at the top).  FC_PUSHED | NULL+exc */
+FC_INLINE PyObject *
+fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill)
 {
-    PyObject *y = PyDict_Copy(x);
     FcFrame *f;
     if (y == NULL) {
         return NULL;
@@ -1401,9 +1399,23 @@ fc_enter_dict_prefill(FcCtx *c, PyObject *x)
     }
     Py_DECREF(y);
     f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
-    f->prefill = 1;
-    f->u.dict.ver = fc_dict_version(x);
+#if FC_HAVE_DICT_VERSION
+    if (prefill) {
+        f->prefill = 1;
+        f->u.dict.ver = fc_dict_version(x);
+    }
+#endif
     return FC_PUSHED;
+}
+
+#if FC_HAVE_DICT_VERSION
+/* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
+   copy starts as x.copy() (see "prefill" at the top).
+   FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter_dict_prefill(FcCtx *c, PyObject *x)
+{
+    return fc_push_dict(c, x, PyDict_Copy(x), 1);
 }
 #endif
 
@@ -1515,17 +1527,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                 return fc_enter_dict_prefill(c, x);
             }
 #endif
-            y = _PyDict_NewPresized(PyDict_GET_SIZE(x));
-            if (y == NULL) {
-                return NULL;
-            }
-            if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_DICT, x, y)) == NULL) {
-                Py_DECREF(y);
-                return NULL;
-            }
-            Py_DECREF(y);
-            f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
-            return FC_PUSHED;
+            return fc_push_dict(c, x, _PyDict_NewPresized(PyDict_GET_SIZE(x)), 0);
         case FK_TUPLE:
             if (c->mode == FC_MEMO_NATIVE) {
                 /* every item atomic or already copied: no child is copied,
