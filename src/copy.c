@@ -75,7 +75,9 @@ fc_copy_plain(FcState *st, PyObject *x, FcPlan *p)
     PyTypeObject *tp = Py_TYPE(x);
     unsigned int tag = p->tag;
     PyObject *state;
-    int r = fc_plain_state(st, x, p, &state, 0);
+    PyObject *names = p->has_slots ? Py_NewRef(p->slotnames) : NULL;
+    int r = fc_plain_state(st, x, names, &state, 0);
+    Py_XDECREF(names);
     if (r <= 0) {
         return NULL;
     }

@@ -179,14 +179,17 @@ fc_unpack2(PyObject *pair, PyObject **a, PyObject **b)
         goto error;
     }
     if (got == 3) {
+#if PY_VERSION_HEX >= 0x030E0000
+        /* 3.14 names a tuple's or list's length; 3.10-3.13 do not (the
+           3.14 form is from its docs, untested here) */
         if (PyTuple_CheckExact(pair) || PyList_CheckExact(pair)) {
             PyErr_Format(PyExc_ValueError,
                          "too many values to unpack (expected 2, got %zd)",
                          PySequence_Fast_GET_SIZE(pair));
+            goto error;
         }
-        else {
-            PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
-        }
+#endif
+        PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
         goto error;
     }
     *a = items[0];
@@ -496,6 +499,17 @@ fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args)
     return PyObject_Call(func, args, NULL);
 }
 
+/* User code just returned (a hook, a reductor, __setstate__, an
+   iterator's __next__, a __setitem__).  The stdlib's next lookup in
+   copy._deepcopy_dispatch or copyreg.dispatch_table sees whatever it
+   changed there, within the same copy; so must ours.  Cheap: a dict
+   watcher's counter (3.12+) or five version tags.  0 | -1+exc */
+FC_INLINE int
+fc_after_user_code(FcCtx *c)
+{
+    return fc_sync(c->st);
+}
+
 /* ------------------------------------------------------------------ */
 /* The work stack                                                      */
 /* ------------------------------------------------------------------ */
@@ -724,11 +738,6 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return -1;
         }
         f->u.dict.done++;
-#if FC_HAVE_DICT_VERSION
-        if (f->prefill) {
-            f->u.dict.ver = fc_dict_version(x);
-        }
-#endif
         f->phase = D_NEXT;
     }
     int native = c->mode == FC_MEMO_NATIVE;
@@ -754,15 +763,20 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         if (f->prefill
             && !(FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & c->st->deep_ok)) {
             /* the copied key might differ: insertion order would; or its
-               hash is not the interpreter's own */
+               hash is not the interpreter's own.  Demoting allocates (a
+               collection's finalizers may change x), so this entry goes
+               the ordinary way, on references of its own. */
             Py_INCREF(k);
             Py_INCREF(v);
-            int r = fc_dict_demote(f);
-            Py_DECREF(k);
-            Py_DECREF(v);
-            if (r < 0) {
+            if (fc_dict_demote(f) < 0) {
+                Py_DECREF(k);
+                Py_DECREF(v);
                 return -1;
             }
+            f->u.dict.key = k;
+            f->phase = D_VAL;
+            *out = v;
+            return 1;
         }
         if (native) {
             PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
@@ -903,12 +917,12 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 return 1;
             }
             /* a plan's object.__new__ and OrderedDict() run no user code */
-            if (r->ptype == NULL && r->func != (PyObject *)&PyODict_Type
-                && fc_defer_flush(c) < 0) {
+            int user = r->ptype == NULL && r->func != (PyObject *)&PyODict_Type;
+            if (user && fc_defer_flush(c) < 0) {
                 return -1;
             }
             f->y = fc_call_reduce_func(st, r->func, r->newargs);
-            if (f->y == NULL) {
+            if (f->y == NULL || (user && fc_after_user_code(c) < 0)) {
                 return -1;
             }
             if (fc_memo_store(c, f->x, f->y) < 0) {
@@ -929,9 +943,13 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                               && fc_type_tag(r->ptype) == r->ptag;
             /* a plain __dict__ update runs no user code; __setstate__ and
                slot setattr may */
-            int rc = (no_setstate && PyDict_CheckExact(res)) ? 0 : fc_defer_flush(c);
+            int user = !(no_setstate && PyDict_CheckExact(res));
+            int rc = user ? fc_defer_flush(c) : 0;
             if (rc == 0) {
                 rc = fc_apply_state(st, f->y, res, no_setstate);
+            }
+            if (rc == 0 && user) {
+                rc = fc_after_user_code(c);
             }
             Py_CLEAR(res);
             if (rc < 0) {
@@ -946,7 +964,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                     return -1;
                 }
                 Py_SETREF(r->listiter, PyObject_GetIter(r->listiter));
-                if (r->listiter == NULL) {
+                if (r->listiter == NULL || fc_after_user_code(c) < 0) {
                     return -1;
                 }
                 f->phase = R_LIST_NEXT;
@@ -956,9 +974,13 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             }
             break;
         case R_LIST_GOT: {
-            int rc = PyList_CheckExact(f->y) ? 0 : fc_defer_flush(c);
+            int user = !PyList_CheckExact(f->y);
+            int rc = user ? fc_defer_flush(c) : 0;
             if (rc == 0) {
                 rc = fc_append(st, f->y, res);
+            }
+            if (rc == 0 && user) {
+                rc = fc_after_user_code(c);
             }
             Py_CLEAR(res);
             if (rc < 0) {
@@ -973,11 +995,15 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             }
             PyObject *item = PyIter_Next(r->listiter);
             if (item == NULL) {
-                if (PyErr_Occurred()) {
+                if (PyErr_Occurred() || fc_after_user_code(c) < 0) {
                     return -1;
                 }
                 f->phase = R_DICT_START;
                 break;
+            }
+            if (fc_after_user_code(c) < 0) {
+                Py_DECREF(item);
+                return -1;
             }
             f->phase = R_LIST_GOT;
             *out = item;
@@ -992,7 +1018,8 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 return -1;
             }
             Py_SETREF(r->dictiter, PyObject_GetIter(r->dictiter));
-            if (r->dictiter == NULL) {
+            if (r->dictiter == NULL
+                || (r->func != (PyObject *)&PyODict_Type && fc_after_user_code(c) < 0)) {
                 return -1;
             }
             f->phase = R_DICT_NEXT;
@@ -1014,6 +1041,10 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             if (rc < 0) {
                 return -1;
             }
+            if (r->func != (PyObject *)&PyODict_Type && fc_after_user_code(c) < 0) {
+                Py_DECREF(k);
+                return -1;
+            }
             f->phase = R_DICT_KEY;
             *out = k;
             return 1;
@@ -1027,11 +1058,14 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return 1;
         case R_DICT_VAL: {
             /* a key's __hash__/__eq__, a mapping's __setitem__ */
-            int rc = (fc_key_quiet(r->key) && (PyDict_CheckExact(f->y)
-                                                || PyODict_CheckExact(f->y)))
-                     ? 0 : fc_defer_flush(c);
+            int user = !(fc_key_quiet(r->key) && (PyDict_CheckExact(f->y)
+                                                   || PyODict_CheckExact(f->y)));
+            int rc = user ? fc_defer_flush(c) : 0;
             if (rc == 0) {
                 rc = PyObject_SetItem(f->y, r->key, res);
+            }
+            if (rc == 0 && user) {
+                rc = fc_after_user_code(c);
             }
             Py_CLEAR(res);
             Py_CLEAR(r->key);
@@ -1116,10 +1150,13 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
 
 /* The state object.__reduce_ex__(4) gives a plain instance: its __dict__
    (None when empty on 3.11+, when absent on 3.10), paired with a dict of
-   the set slots when there are any.  *state new ref.
+   the set slots when there are any.  names: the plan's slot names, a
+   reference the caller holds (NULL: no slots) -- never the plan itself,
+   which user code run here (an allocation's finalizers, a getattr) may
+   overwrite.  *state new ref.
    1 | 0 when x shadows a hook in its own __dict__ | -1+exc */
 static int
-fc_plain_state(FcState *st, PyObject *x, FcPlan *p, PyObject **state, int deep)
+fc_plain_state(FcState *st, PyObject *x, PyObject *names, PyObject **state, int deep)
 {
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *xdict = NULL;
@@ -1162,8 +1199,7 @@ fc_plain_state(FcState *st, PyObject *x, FcPlan *p, PyObject **state, int deep)
 #else
     s = xdict != NULL ? xdict : Py_NewRef(Py_None);
 #endif
-    if (p->has_slots) {
-        PyObject *names = p->slotnames;
+    if (names != NULL) {
         Py_ssize_t n = PyList_GET_SIZE(names);
         PyObject *slots = PyDict_New();
         if (slots == NULL) {
@@ -1213,7 +1249,9 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     PyTypeObject *tp = Py_TYPE(x);
     unsigned int tag = p->tag;
     PyObject *state, *y;
-    int r = fc_plain_state(c->st, x, p, &state, 1);
+    PyObject *names = p->has_slots ? Py_NewRef(p->slotnames) : NULL;
+    int r = fc_plain_state(c->st, x, names, &state, 1);
+    Py_XDECREF(names);
     if (r <= 0) {
         return NULL;
     }
@@ -1294,7 +1332,7 @@ fc_deep_odict(FcCtx *c, PyObject *x)
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
-fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
+fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
@@ -1378,6 +1416,22 @@ finish:
     return fc_memo_done(c, x, y);
 }
 
+/* fc_deep_generic_road, then what its hooks may have changed in the
+   stdlib's tables is seen by the rest of the copy.
+   new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
+{
+    PyObject *res = fc_deep_generic_road(c, x, gflags);
+    if (res != NULL && fc_after_user_code(c) < 0) {
+        if (res != FC_PUSHED) {
+            Py_DECREF(res);
+        }
+        return NULL;
+    }
+    return res;
+}
+
 /* Is x to be shared rather than copied (deepcopy(share=...))?
    1 | 0 | -1+exc */
 static int fc_share_match(FcCtx *c, PyObject *x);
@@ -1387,7 +1441,7 @@ static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
    y stored in the memo first, as _deepcopy_dict does.  prefill: y started
    as x.copy() (see "prefill" at the top).  FC_PUSHED | NULL+exc */
 FC_INLINE PyObject *
-fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill)
+fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
 {
     FcFrame *f;
     if (y == NULL) {
@@ -1402,8 +1456,10 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill)
 #if FC_HAVE_DICT_VERSION
     if (prefill) {
         f->prefill = 1;
-        f->u.dict.ver = fc_dict_version(x);
+        f->u.dict.ver = ver;
     }
+#else
+    (void)ver;
 #endif
     return FC_PUSHED;
 }
@@ -1415,7 +1471,10 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill)
 static PyObject *
 fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
-    return fc_push_dict(c, x, PyDict_Copy(x), 1);
+    /* the version before the copy: if a collection inside PyDict_Copy
+       runs a finalizer that changes x, the first resume demotes */
+    uint64_t ver = fc_dict_version(x);
+    return fc_push_dict(c, x, PyDict_Copy(x), 1, ver);
 }
 #endif
 
@@ -1487,11 +1546,14 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                Python code runs in this loop, and the list's size always
                counts the filled items only, so it is a valid list at every
                point.  All atomic: the copy is done. */
-            Py_ssize_t i = 0, n = PyList_GET_SIZE(x);
-            y = PyList_New(n);
+            Py_ssize_t i = 0, cap = PyList_GET_SIZE(x), n;
+            y = PyList_New(cap);
             if (y == NULL) {
                 return NULL;
             }
+            /* PyList_New can collect garbage (3.10/3.11) and a finalizer
+               can shrink or grow x: read its size again, after it */
+            n = PyList_GET_SIZE(x) < cap ? PyList_GET_SIZE(x) : cap;
             if (c->mode == FC_MEMO_NATIVE) {
                 for (; i < n; i++) {
                     PyObject *item = PyList_GET_ITEM(x, i);
@@ -1506,7 +1568,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                 Py_DECREF(y);
                 return NULL;
             }
-            if (i == n && c->mode == FC_MEMO_NATIVE) {
+            if (i == PyList_GET_SIZE(x) && c->mode == FC_MEMO_NATIVE) {
                 if (fc_memo_finish(c, x, y) < 0) {
                     Py_DECREF(y);
                     return NULL;
@@ -1527,7 +1589,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                 return fc_enter_dict_prefill(c, x);
             }
 #endif
-            return fc_push_dict(c, x, _PyDict_NewPresized(PyDict_GET_SIZE(x)), 0);
+            return fc_push_dict(c, x, _PyDict_NewPresized(PyDict_GET_SIZE(x)), 0, 0);
         case FK_TUPLE:
             if (c->mode == FC_MEMO_NATIVE) {
                 /* every item atomic or already copied: no child is copied,

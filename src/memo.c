@@ -573,6 +573,11 @@ fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res)
     if (c->mode == FC_MEMO_DICT) {
         r = fc_dict_getref(c->memo, k, res);
         Py_DECREF(k);
+        if (r > 0 && *res == nil) {
+            /* `y = memo.get(d, _nil); if y is not _nil: return y` */
+            Py_CLEAR(*res);
+            r = 0;
+        }
         return r;
     }
     PyObject *args[3] = {c->memo, k, nil};

@@ -71,6 +71,8 @@ fc_sync(FcState *st)
     return fc_refresh(st);
 }
 
+/* Callers never keep a plan pointer across code that can reach here
+   (they copy what they use: fc_deep_plain), so entries may be dropped. */
 static void
 fc_plans_clear(FcState *st)
 {
@@ -119,11 +121,19 @@ fc_kind_type(FcState *st, int k)
 static int
 fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res)
 {
+    int r;
+    /* a key's __eq__ may rebind the copy module's tables, and the refresh
+       that follows drops st's reference: hold one of our own */
+    Py_INCREF(table);
     if (PyDict_CheckExact(table)) {
-        return fc_dict_getref(table, key, res);
+        r = fc_dict_getref(table, key, res);
     }
-    *res = PyObject_CallMethodOneArg(table, st->s_get, key);
-    return *res == NULL ? -1 : 1;
+    else {
+        *res = PyObject_CallMethodOneArg(table, st->s_get, key);
+        r = *res == NULL ? -1 : 1;
+    }
+    Py_DECREF(table);
+    return r;
 }
 
 /* Is key absent from table (no entry, or None)?  1 | 0 | -1+exc */
@@ -667,13 +677,22 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
     if (!fc_assign_tag(st, tp)) {
         return tmp;
     }
-    Py_CLEAR(p->type);
-    Py_CLEAR(p->slotnames);
+    PyObject *old_type = (PyObject *)p->type, *old_names = p->slotnames;
     *p = *tmp;
     tmp->slotnames = NULL;
     p->type = (PyTypeObject *)Py_NewRef(tp);
     p->tag = fc_type_tag(tp);
     p->meta_tag = meta_tag;
     p->gen = st->gen;
-    return p;
+    if (old_type == NULL && old_names == NULL) {
+        return p;
+    }
+    /* releasing the evicted plan may free its class, and a finalizer run
+       by that may refill this slot: hand out a copy of our own */
+    *tmp = *p;
+    tmp->type = NULL;
+    Py_XINCREF(tmp->slotnames);
+    Py_XDECREF(old_type);
+    Py_XDECREF(old_names);
+    return tmp;
 }
