@@ -18,6 +18,33 @@
     | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
     | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
 
+/* x.copy() for an exact list.  list.copy() sizes its result, allocates
+   it -- on 3.10/3.11 a collection there can run a finalizer that shrinks
+   x -- and then copies that many items: CPython's own list.copy() can
+   read freed memory there.  Here the size is read again after the
+   allocation, and a list that changed meanwhile is copied as it is now.
+   new ref | NULL+exc */
+static PyObject *
+fc_list_copy(PyObject *x)
+{
+    for (;;) {
+        Py_ssize_t n = PyList_GET_SIZE(x);
+        PyObject *y = PyList_New(n);
+        if (y == NULL) {
+            return NULL;
+        }
+        if (FC_LIKELY(PyList_GET_SIZE(x) == n)) {
+            PyObject **src = ((PyListObject *)x)->ob_item;
+            PyObject **dst = ((PyListObject *)y)->ob_item;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                dst[i] = Py_NewRef(src[i]);
+            }
+            return y;
+        }
+        Py_DECREF(y);   /* an empty list: no finalizer runs */
+    }
+}
+
 /* _reconstruct(x, None, *rv).  new ref | NULL+exc */
 static PyObject *
 fc_copy_reconstruct(FcState *st, PyObject *x, PyObject *rv)
@@ -107,9 +134,9 @@ fc_copy(FcState *st, PyObject *x)
     }
     switch (bit ? k : FK_OTHER) {
     case FK_LIST:
-        return PyList_GetSlice(x, 0, PyList_GET_SIZE(x));
+        return fc_list_copy(x);
     case FK_DICT:
-        return PyDict_Copy(x);
+        return fc_dict_copy(x);
     case FK_SET:
         return PySet_New(x);
     case FK_BYTEARRAY:

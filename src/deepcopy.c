@@ -1149,7 +1149,7 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
 }
 
 /* The state object.__reduce_ex__(4) gives a plain instance: its __dict__
-   (None when empty on 3.11+, when absent on 3.10), paired with a dict of
+   (None when empty or absent), paired with a dict of
    the set slots when there are any.  names: the plan's slot names, a
    reference the caller holds (NULL: no slots) -- never the plan itself,
    which user code run here (an allocation's finalizers, a getattr) may
@@ -1188,7 +1188,8 @@ fc_plain_state(FcState *st, PyObject *x, PyObject *names, PyObject **state, int 
         }
     }
     PyObject *s;
-#if FC_PY311_PLUS
+    /* an empty __dict__ is reported as None on 3.10 too (_PyObject_GetState:
+       "consistent regardless whether the dict was initialized or not") */
     if (xdict != NULL && PyDict_GET_SIZE(xdict) > 0) {
         s = xdict;
     }
@@ -1196,9 +1197,6 @@ fc_plain_state(FcState *st, PyObject *x, PyObject *names, PyObject **state, int 
         Py_XDECREF(xdict);
         s = Py_NewRef(Py_None);
     }
-#else
-    s = xdict != NULL ? xdict : Py_NewRef(Py_None);
-#endif
     if (names != NULL) {
         Py_ssize_t n = PyList_GET_SIZE(names);
         PyObject *slots = PyDict_New();
@@ -1471,10 +1469,10 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
 static PyObject *
 fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
-    /* the version before the copy: if a collection inside PyDict_Copy
+    /* the version before the copy: if a collection while the copy is made
        runs a finalizer that changes x, the first resume demotes */
     uint64_t ver = fc_dict_version(x);
-    return fc_push_dict(c, x, PyDict_Copy(x), 1, ver);
+    return fc_push_dict(c, x, fc_dict_copy(x), 1, ver);
 }
 #endif
 

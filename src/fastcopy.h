@@ -128,6 +128,31 @@ fc_dict_version(PyObject *d)
 #  define FC_HAVE_DICT_VERSION 0
 #endif
 
+/* x.copy() for an exact dict, with no collection inside.  On 3.10/3.11
+   PyDict_Copy of a split-table dict (an instance's __dict__) allocates the
+   copy -- which can collect garbage and run finalizers -- and only then
+   reads x's values array, which a finalizer may have freed.  (CPython's
+   own dict.copy() has that hazard; the stdlib's deepcopy never calls it.)
+   Postponing the collection to the next allocation is unobservable.
+   3.12+ collect only at the eval breaker.  new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_dict_copy(PyObject *x)
+{
+#if FC_PY312_PLUS
+    return PyDict_Copy(x);
+#else
+    if (((PyDictObject *)x)->ma_values == NULL) {
+        return PyDict_Copy(x);    /* combined: the keys are cloned first */
+    }
+    int was = PyGC_Disable();
+    PyObject *y = PyDict_Copy(x);
+    if (was) {
+        PyGC_Enable();
+    }
+    return y;
+#endif
+}
+
 /* The RecursionError text of the stdlib's own frames on this version. */
 #if FC_PY312_PLUS
 #  define FC_RECURSION_WHERE ""

@@ -1,0 +1,358 @@
+"""User code that runs in the middle of a copy: finalizers, weakref callbacks, hooks that edit the
+stdlib's tables, and the parity points found while making the walker safe against them.
+
+The risky cases run in a child process (``shape.run_python``), so a crash is a failed test.  On
+3.10/3.11 ``gc.set_threshold(1)`` makes a collection -- and so the finalizers of any cyclic
+garbage -- run inside the copier's first allocations; on 3.12+ collections wait for the eval
+breaker, and the same programs must simply copy correctly there.
+"""
+import copy
+import copyreg
+import sys
+import textwrap
+
+import pytest
+
+from shape import Case, assert_equivalent, run_python
+
+PY311 = sys.version_info >= (3, 11)
+
+
+def _child(code, expect="ok", prefix=""):
+    r = run_python(prefix + textwrap.dedent(code))
+    assert r.returncode == 0, "child failed (rc %s):\n%s\n%s" % (r.returncode, r.stdout,
+                                                                 r.stderr[-3000:])
+    assert r.stdout.strip().splitlines()[-1] == expect, r.stdout + r.stderr[-2000:]
+    return r.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# Finalizers that change the source inside the copier's own allocations
+
+_BOMB = """
+import gc, fastcopy, copy
+class D:
+    def __init__(self, act): self.act = act; self.me = self
+    def __del__(self): self.act()
+def bomb(act):
+    D(act)
+"""
+
+
+def test_list_cleared_by_a_finalizer_in_its_first_allocation(fc):
+    # the list path read items up to a length taken before PyList_New
+    _child(prefix=_BOMB, code="""
+    src = list(range(100000)); keep = [[] for _ in range(100)]
+    bomb(src.clear); gc.set_threshold(1)
+    r = fastcopy.deepcopy(src)
+    gc.set_threshold(700)
+    assert r == [] or r == list(range(100000)), len(r)
+    print("ok")
+    """)
+
+
+def test_list_of_containers_shrunk_by_finalizers(fc):
+    # items freed by the finalizer were only held by the source list
+    _child(prefix=_BOMB, code="""
+    for t in (1, 2, 3, 7):
+        src = [[i] for i in range(2000)]
+        bomb(lambda: src.__delitem__(slice(10, None)))
+        bomb(lambda: src.__setitem__(slice(None), [["new"]] * 5))
+        gc.set_threshold(t)
+        r = fastcopy.deepcopy(src)
+        gc.set_threshold(700)
+        assert all(type(v) is list and len(v) == 1 for v in r), r[:5]
+    print("ok")
+    """)
+
+
+def test_split_dict_cleared_inside_its_copy(fc):
+    # PyDict_Copy of an instance __dict__ read the values array after allocating the copy
+    _child(prefix=_BOMB, code="""
+    class O: pass
+    for t in (1, 2, 5):
+        for memo in (None, {}):
+            o = O()
+            for i in range(30):
+                setattr(o, "a%d" % i, [i])
+            d = o.__dict__
+            bomb(d.clear)
+            gc.set_threshold(t)
+            try:
+                r = fastcopy.deepcopy(d, memo)
+            except RuntimeError as e:
+                assert "changed size during iteration" in str(e), e
+            else:
+                assert r == {} or r == {"a%d" % i: [i] for i in range(30)}, r
+            gc.set_threshold(700)
+            o2 = O(); o2.x = [1]; o2.y = [2]
+            bomb(o2.__dict__.clear)
+            gc.set_threshold(1)
+            r2 = fastcopy.copy(o2.__dict__)      # copy.copy(dict): dict.copy() itself
+            gc.set_threshold(700)
+            assert r2 in ({}, {"x": [1], "y": [2]}), r2
+    print("ok")
+    """)
+
+
+def test_prefilled_dict_sees_a_finalizer_change_of_its_source(fc):
+    # a prefilled copy must not keep entries the source lost, nor miss new values
+    _child(prefix=_BOMB, code="""
+    for t in (1, 2, 3, 5, 11):
+        src = {i: ("v", i) if i % 3 else [i] for i in range(300)}
+        def replace():
+            for k in list(src)[::2]:
+                src[k] = "replaced"
+        bomb(replace)
+        gc.set_threshold(t)
+        r = fastcopy.deepcopy(src)
+        gc.set_threshold(700)
+        assert list(r) == list(src)
+        for k, v in r.items():
+            s = src[k]
+            assert v == s or (v == ("v", k) if k % 3 else v == [k]), (k, v, s)
+        # the value each key had is either the old or the new one, never a mix of two keys
+    print("ok")
+    """)
+
+
+def test_shallow_list_copy_shrunk_in_its_allocation(fc):
+    # CPython's own list.copy() reads a length taken before it allocates; fastcopy.copy reads
+    # it again (the stdlib's copy.copy(list) can crash here on 3.10/3.11, so it is not called)
+    _child(prefix=_BOMB, code="""
+    for t in (1, 2, 3):
+        src = [[i] for i in range(5000)]
+        bomb(src.clear)
+        gc.set_threshold(t)
+        r = fastcopy.copy(src)
+        gc.set_threshold(700)
+        assert len(r) in (0, 5000), len(r)
+    print("ok")
+    """)
+
+
+def test_plan_cache_churned_by_a_finalizer(fc):
+    # a finalizer that copies instances of many classes evicts the plans an outer copy is
+    # using (slot names of the evicted plan were read through the plan itself)
+    _child(prefix=_BOMB, code="""
+    classes = [type("S%d" % i, (), {"__slots__": ("a", "b")}) for i in range(600)]
+    def churn():
+        objs = []
+        for C in classes:
+            o = C(); o.a = [1]; objs.append(o)
+        fastcopy.deepcopy(objs)
+        classes[:300] = []          # frees classes whose plans the cache holds
+    def make(C):
+        o = C(); o.a = [C.__name__]; o.b = (1, [2]); return o
+    for t in (1, 3, 9):
+        src = [make(C) for C in classes[:200]]
+        for _ in range(4):
+            bomb(churn)
+        gc.set_threshold(t)
+        r = fastcopy.deepcopy(src)
+        gc.set_threshold(700)
+        assert [type(o) for o in r] == [type(o) for o in src]
+        assert all(o.a == [type(o).__name__] and o.b == (1, [2]) for o in r)
+    print("ok")
+    """)
+
+
+def test_weakref_callback_mutates_the_source(fc):
+    _child("""
+    import gc, weakref, fastcopy
+    class C: pass
+    for t in (1, 2, 4):
+        src = {"l": [[i] for i in range(500)], "d": {i: [i] for i in range(500)}}
+        keep = []
+        for act in (src["l"].clear, src["d"].clear, lambda: src.__setitem__("n", [1])):
+            c = C(); c.me = c
+            keep.append(weakref.ref(c, lambda r, act=act: act()))
+            del c
+        gc.set_threshold(t)
+        try:
+            r = fastcopy.deepcopy(src)
+        except RuntimeError as e:
+            assert "changed size during iteration" in str(e), e
+        gc.set_threshold(700)
+    print("ok")
+    """)
+
+
+# ---------------------------------------------------------------------------------------------
+# The finalizer fuzz, one slice per run (tests/finalizer_fuzz.py)
+
+@pytest.mark.parametrize("mode,seeds", [("random", "0:250"), ("hook", "0:250")])
+def test_finalizer_fuzz(fc, mode, seeds):
+    r = run_python("import runpy, sys; sys.argv = ['finalizer_fuzz', '--mode', %r, '--seeds', %r];"
+                   "runpy.run_path('tests/finalizer_fuzz.py', run_name='__main__')"
+                   % (mode, seeds), timeout=600)
+    last = r.stderr.strip().splitlines()[-1:] if r.stderr else []
+    assert r.returncode == 0, "rc %s; last case started: %s\n%s" % (r.returncode, last,
+                                                                     r.stdout[-4000:])
+    assert "0 of" in r.stdout.splitlines()[-1], r.stdout[-4000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parity: hooks that edit the stdlib's tables affect the rest of the same copy
+
+class ListHook:
+    def __deepcopy__(self, memo):
+        copy._deepcopy_dispatch[list] = lambda x, memo: ("L", len(x))
+        return "hooked"
+
+
+def test_hook_replaces_the_list_copier_mid_copy():
+    saved = copy._deepcopy_dispatch[list]
+
+    def scenario(impl):
+        copy._deepcopy_dispatch[list] = saved
+        src = [ListHook(), [1, 2], {"a": [3]}, ([4],), [[5]]]
+        return Case(src, lambda: impl.deepcopy(src))
+    try:
+        std = assert_equivalent(scenario)
+    finally:
+        copy._deepcopy_dispatch[list] = saved
+    assert std["outcome"][0] == "ok"
+
+
+class DictHook:
+    def __reduce_ex__(self, proto):
+        del copy._deepcopy_dispatch[dict]   # dicts now go through __reduce_ex__
+        return (DictHook, ())
+
+
+def test_reduce_hook_removes_the_dict_copier_mid_copy():
+    saved = copy._deepcopy_dispatch[dict]
+
+    def scenario(impl):
+        copy._deepcopy_dispatch[dict] = saved
+        src = [{"a": [1]}, DictHook(), {"b": [2]}, [{"c": 3}]]
+        memo = {}
+        return Case(src, lambda: impl.deepcopy(src, memo), memo=memo)
+    try:
+        assert_equivalent(scenario)
+    finally:
+        copy._deepcopy_dispatch[dict] = saved
+
+
+class P:
+    def __init__(self, v="init"):
+        self.v = v
+
+    def __reduce_ex__(self, proto):
+        return (P, ("own",))
+
+
+class TableHook:
+    def __reduce_ex__(self, proto):
+        copyreg.dispatch_table[P] = lambda p: (P, ("via table",))
+        return (TableHook, ())
+
+
+def test_hook_registers_a_reductor_mid_copy():
+    def scenario(impl):
+        copyreg.dispatch_table.pop(P, None)
+        src = [P(), TableHook(), P(), {"k": P()}]
+        return Case(src, lambda: [o.v if isinstance(o, P) else type(o).__name__
+                                  for o in impl.deepcopy(src)[:3]])
+    try:
+        std = assert_equivalent(scenario)
+    finally:
+        copyreg.dispatch_table.pop(P, None)
+    assert std["outcome"][0] == "ok"
+
+
+class Rebind:
+    def __deepcopy__(self, memo):
+        new = dict(copy._deepcopy_dispatch)
+        new[tuple] = lambda x, memo: "T"
+        copy._deepcopy_dispatch = new      # the global itself is rebound
+        return "rebound"
+
+
+def test_hook_rebinds_the_dispatch_global_mid_copy():
+    saved = copy._deepcopy_dispatch
+
+    def scenario(impl):
+        copy._deepcopy_dispatch = saved
+        src = [(1, [2]), Rebind(), (3, [4]), [(5, [6])]]
+        return Case(src, lambda: impl.deepcopy(src))
+    try:
+        assert_equivalent(scenario)
+    finally:
+        copy._deepcopy_dispatch = saved
+
+
+# ---------------------------------------------------------------------------------------------
+# Parity found on the way
+
+def test_deepcopy_honours_nil_with_a_plain_dict_memo(impl):
+    x = [1]
+    nil = object()
+    memo = {id(x): nil}
+    r = impl.deepcopy(x, memo, nil)
+    assert r == [1] and r is not nil and memo[id(x)] is r
+    memo = {id(x): "hit"}
+    assert impl.deepcopy(x, memo, "hit") == [1]
+    assert impl.deepcopy(x, {id(x): "hit"}, object()) == "hit"
+
+
+class PairsReduce:
+    def __init__(self, items):
+        self.items = items
+
+    def __reduce_ex__(self, proto):
+        return (dict, (), None, None, iter(self.items))
+
+
+class SlotState:
+    __slots__ = ("a",)
+
+    def __init__(self, slotstate):
+        self.a = slotstate
+
+    def __reduce_ex__(self, proto):
+        return (SlotState, (None,), (None, self.a))
+
+
+@pytest.mark.parametrize("items", [[(1, 2, 3)], [[1, 2, 3]], ["abc"], [(1,)], ["a"], [5],
+                                   [{1: 2, 3: 4, 5: 6}]])
+def test_dictiter_unpack_errors_carry_the_interpreters_message(items):
+    def scenario(impl):
+        src = PairsReduce(items)
+        return Case(src, lambda: impl.deepcopy(src))
+    std = assert_equivalent(scenario)
+    assert std["outcome"][0] == "raise"
+
+    def shallow(impl):
+        src = PairsReduce(items)
+        return Case(src, lambda: impl.copy(src))
+    assert_equivalent(shallow)
+
+
+@pytest.mark.parametrize("slotstate", [lambda: [("a", 1, 2)], lambda: [("a",)],
+                                       lambda: [iter("abc")], lambda: 7],
+                         ids=["3-tuple", "1-tuple", "iterator", "int"])
+def test_slot_state_unpack_errors_carry_the_interpreters_message(slotstate):
+    class Items:
+        def items(self):
+            return slotstate()
+
+    def scenario(impl):
+        src = SlotState(Items())
+        return Case(src, lambda: impl.deepcopy(src))
+    assert_equivalent(scenario)
+
+
+def test_emptied_instance_dict_is_no_state():
+    # object.__reduce_ex__ reports an empty __dict__ as None on every version (3.10 too)
+    class Obj:
+        pass
+
+    def scenario(impl):
+        o = Obj()
+        o.a = 1
+        del o.a
+        memo = {}
+        return Case(o, lambda: impl.deepcopy(o, memo), memo=memo)
+    assert_equivalent(scenario)
