@@ -402,7 +402,10 @@ fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
         PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
         int shadow = 0;
         if (dp != NULL && *dp != NULL) {
-            shadow = PyDict_Check(*dp) ? PyDict_Contains(*dp, st->s_reduce_ex) : 1;
+            /* a colliding key's __eq__ may replace x.__dict__: hold it */
+            PyObject *d = Py_NewRef(*dp);
+            shadow = PyDict_Check(d) ? PyDict_Contains(d, st->s_reduce_ex) : 1;
+            Py_DECREF(d);
             if (shadow < 0) {
                 return NULL;
             }
@@ -442,9 +445,12 @@ fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
         return rv;
     }
     Py_XDECREF(reductor);
-    PyErr_Format(st->error, deep ? "un(deep)copyable object of type %S"
-                                 : "un(shallow)copyable object of type %S",
+    /* %S runs the metaclass's __repr__, which may rebind copy.Error */
+    PyObject *error = Py_NewRef(st->error);
+    PyErr_Format(error, deep ? "un(deep)copyable object of type %S"
+                             : "un(shallow)copyable object of type %S",
                  (PyObject *)tp);
+    Py_DECREF(error);
     return NULL;
 }
 
@@ -453,9 +459,14 @@ fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
 static PyObject *
 fc_reconstruct_py(FcState *st, PyObject *x, PyObject *memo, PyObject *rv)
 {
-    PyObject *args[5] = {st->reconstruct, x, memo ? memo : Py_None, rv,
-                         st->py_deepcopy ? st->py_deepcopy : Py_None};
-    return PyObject_Vectorcall(st->reconstruct_helper, args, 5, NULL);
+    /* a refresh during the call may replace st's references */
+    PyObject *recon = Py_NewRef(st->reconstruct);
+    PyObject *dc = Py_NewRef(st->py_deepcopy ? st->py_deepcopy : Py_None);
+    PyObject *args[5] = {recon, x, memo ? memo : Py_None, rv, dc};
+    PyObject *y = PyObject_Vectorcall(st->reconstruct_helper, args, 5, NULL);
+    Py_DECREF(recon);
+    Py_DECREF(dc);
+    return y;
 }
 
 /* Is rv a reduce value we take apart natively? */
@@ -1677,7 +1688,9 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                 res = Py_NewRef(x);
             }
             else {
-                int has = PyDict_Contains(*dp, st->s_deepcopy);
+                PyObject *d = Py_NewRef(*dp);   /* see fc_reduce */
+                int has = PyDict_Contains(d, st->s_deepcopy);
+                Py_DECREF(d);
                 if (has < 0) {
                     res = NULL;
                 }
