@@ -5,6 +5,47 @@
  * compiled as one translation unit by _fastcopy.c, includes only this file
  * and defines static functions.  Module state, the per-call context, the
  * FC_* macros and every Python-version shim live here.
+ *
+ * The rule: user code can run at any moment of a copy
+ * ----------------------------------------------------
+ * fastcopy is patched into whole programs, so a copy can run user code
+ * half-way through a walk, and that code can mutate, shrink, clear or free
+ * whatever is being copied, or copy it again.  The points where it runs:
+ *
+ *   - any call into Python: __deepcopy__, __reduce_ex__, a reductor,
+ *     __setstate__, an iterator's __next__, a mapping's __setitem__, a
+ *     share= predicate, a getattr that reaches a descriptor or __getattr__;
+ *   - a key's __hash__ / __eq__: PyDict_SetItem, PyDict_GetItem*,
+ *     PyDict_Contains, PyDict_DelItem, PyObject_Hash, PyObject_RichCompare;
+ *   - on 3.10 and 3.11 ANY allocation of a GC object (PyList_New,
+ *     PyTuple_New, PyDict_New, PyDict_Copy, tp_new, PyObject_GC_New, ...)
+ *     can start a collection, and so finalizers (__del__) and weakref
+ *     callbacks; on 3.12+ collections wait for the eval breaker, i.e. for
+ *     the next piece of Python code;
+ *   - a Py_DECREF / Py_CLEAR / Py_SETREF that drops the last reference to
+ *     something with a finalizer (or to a container holding one);
+ *   - releasing the GIL (deferred byte copies): other threads run.
+ *
+ * Across any such point the C code holds no borrowed reference, no cached
+ * length and no pointer into a container's storage (ob_item, a dict's
+ * table, an instance-dict slot *dp, a plan-cache entry, a buffer) that it
+ * uses afterwards.  It holds a strong reference, or it re-reads and
+ * re-validates (the size after PyList_New; a dict's version tag; the plan's
+ * slot names through a reference of its own).  CPython's own copies that
+ * read their source after allocating (list.copy(), PyDict_Copy of a split
+ * dict) go through fc_list_copy / fc_dict_copy.  When user code changes the
+ * source mid-copy the outcome is one the stdlib could give: its exception
+ * (RuntimeError: dictionary changed size during iteration) or a consistent
+ * copy of the source as it was before or after the change -- never a mix,
+ * never freed memory.  After a hook returns, fc_sync() is re-run, so edits
+ * to copy._deepcopy_dispatch or copyreg.dispatch_table apply to the rest of
+ * the same copy, as in the stdlib.
+ *
+ * tests/test_lint.py checks what can be checked mechanically (recursion
+ * guards paired, PyDict_Next bodies, stale list lengths, calls on *ptr
+ * slots, read-after-allocate copies); tests/test_midcopy.py and the
+ * finalizer fuzz (tests/finalizer_fuzz.py) drive the rest, in child
+ * processes, on every Python here and under the sanitizers.
  */
 #ifndef FASTCOPY_H
 #define FASTCOPY_H
