@@ -513,12 +513,15 @@ fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args)
 /* User code just returned (a hook, a reductor, __setstate__, an
    iterator's __next__, a __setitem__).  The stdlib's next lookup in
    copy._deepcopy_dispatch or copyreg.dispatch_table sees whatever it
-   changed there, within the same copy; so must ours.  Cheap: a dict
-   watcher's counter (3.12+) or five version tags.  0 | -1+exc */
+   changed there, within the same copy; so must ours.  The walker re-syncs
+   (fc_sync: a watcher counter on 3.12+, five version tags before) at its
+   next step, before any native decision -- once, however many calls a
+   frame made.  Always 0 (an int, so call sites read like the others). */
 FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
-    return fc_sync(c->st);
+    c->tables_stale = 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1341,11 +1344,14 @@ fc_deep_odict(FcCtx *c, PyObject *x)
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
-fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
+fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *copier = NULL, *y = NULL;
+
+    /* every step below may run user code (hooks, getattr, reductors) */
+    (void)fc_after_user_code(c);
 
     /* a copier, hook or reduce runs: results recorded so far must be
        complete (defer.c) */
@@ -1423,22 +1429,6 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
 
 finish:
     return fc_memo_done(c, x, y);
-}
-
-/* fc_deep_generic_road, then what its hooks may have changed in the
-   stdlib's tables is seen by the rest of the copy.
-   new ref | FC_PUSHED | NULL+exc */
-static PyObject *
-fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
-{
-    PyObject *res = fc_deep_generic_road(c, x, gflags);
-    if (res != NULL && fc_after_user_code(c) < 0) {
-        if (res != FC_PUSHED) {
-            Py_DECREF(res);
-        }
-        return NULL;
-    }
-    return res;
 }
 
 /* Is x to be shared rather than copied (deepcopy(share=...))?
@@ -1741,6 +1731,15 @@ fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res)
         if (res == NULL) {
             goto error;
         }
+        if (FC_UNLIKELY(c->tables_stale)) {
+            c->tables_stale = 0;
+            if (fc_sync(c->st) < 0) {
+                if (res != FC_PUSHED) {
+                    Py_DECREF(res);
+                }
+                goto error;
+            }
+        }
         PyObject *give = NULL;
         if (res != FC_PUSHED) {
             if (c->nframes == base) {
@@ -1837,6 +1836,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->torch_ambient = 0;
     c->gc_grace = FC_GC_GRACE;
+    c->tables_stale = 0;
 }
 
 FC_INLINE void

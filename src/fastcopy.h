@@ -456,6 +456,8 @@ typedef struct {
                                  user code: 0 no, 1 modes, 2 modes and storages */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
+    int tables_stale;         /* a hook ran: re-sync the stdlib's tables
+                                 before the walker's next step (deepcopy.c) */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

@@ -55,16 +55,14 @@ fc_sync(FcState *st)
     }
     st->seen_gen = fc_watch_counter;
 #else
-    PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
-                       st->copyreg_dispatch, st->copyreg_globals};
-    int same = !st->always_refresh;
-    for (int i = 0; i < 5; i++) {
-        uint64_t v = PyDict_Check(ds[i]) ? ((PyDictObject *)ds[i])->ma_version_tag : 0;
-        if (v != st->ver[i]) {
-            same = 0;
-        }
-    }
-    if (FC_LIKELY(same)) {
+    /* all five are dicts unless always_refresh (fc_refresh); the copy
+       module's globals first: a rebound table shows there */
+    if (FC_LIKELY(!st->always_refresh
+                  && fc_dict_version(st->copy_globals) == st->ver[0]
+                  && fc_dict_version(st->deep_dispatch) == st->ver[1]
+                  && fc_dict_version(st->copyreg_dispatch) == st->ver[3]
+                  && fc_dict_version(st->copyreg_globals) == st->ver[4]
+                  && fc_dict_version(st->copy_dispatch) == st->ver[2])) {
         return 0;
     }
 #endif
@@ -210,8 +208,16 @@ fc_refresh(FcState *st)
 #if !FC_PY312_PLUS
     PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
                        st->copyreg_dispatch, st->copyreg_globals};
+    st->always_refresh = 0;
     for (int i = 0; i < 5; i++) {
-        st->ver[i] = PyDict_Check(ds[i]) ? ((PyDictObject *)ds[i])->ma_version_tag : 0;
+        if (PyDict_Check(ds[i])) {
+            st->ver[i] = fc_dict_version(ds[i]);
+        }
+        else {
+            /* a mapping of the user's: no version to watch */
+            st->ver[i] = 0;
+            st->always_refresh = 1;
+        }
     }
 #endif
     return 0;
