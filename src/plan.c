@@ -198,11 +198,16 @@ fc_refresh(FcState *st)
         /* the globals may now name other dicts: watch whatever is current */
         PyObject *ws[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
                            st->copyreg_dispatch, st->copyreg_globals};
+        int all = 1;
         for (int i = 0; i < 5; i++) {
-            if (PyDict_Check(ws[i]) && PyDict_Watch(st->watcher_id, ws[i]) < 0) {
+            if (!PyDict_Check(ws[i])) {
+                all = 0;   /* a mapping of the user's: nothing to watch */
+            }
+            else if (PyDict_Watch(st->watcher_id, ws[i]) < 0) {
                 return -1;
             }
         }
+        st->always_refresh = !all;
     }
 #endif
 #if !FC_PY312_PLUS

@@ -356,3 +356,33 @@ def test_emptied_instance_dict_is_no_state():
         memo = {}
         return Case(o, lambda: impl.deepcopy(o, memo), memo=memo)
     assert_equivalent(scenario)
+
+
+class Table:
+    """A dispatch table that is not a dict: no version tag to watch."""
+
+    def __init__(self, d):
+        self.d = dict(d)
+
+    def get(self, key, default=None):
+        return self.d.get(key, default)
+
+
+class TableEdit:
+    def __deepcopy__(self, memo):
+        copy._deepcopy_dispatch.d[list] = lambda x, memo: ("L", len(x))
+        return "edited"
+
+
+def test_hook_edits_a_non_dict_dispatch_table_mid_copy():
+    saved = copy._deepcopy_dispatch
+
+    def scenario(impl):
+        copy._deepcopy_dispatch = Table(saved)
+        src = [[1], TableEdit(), [2, 3], {"k": [4]}]
+        return Case(src, lambda: impl.deepcopy(src))
+    try:
+        std = assert_equivalent(scenario)
+    finally:
+        copy._deepcopy_dispatch = saved
+    assert std["outcome"][0] == "ok"
