@@ -83,10 +83,11 @@ fc_check_share(PyObject *share)
  *     replicas made after that are copies of the source as it was recorded,
  *     a consistent copy from before the change, as the stdlib could give
  *     had the collection come after the copy.  Nodes a REF points back to
- *     are held strongly until the replica is done, and the result list only
- *     ever holds finished replicas: a finalizer that digs into half-built
- *     objects through gc.get_objects() finds valid ones and cannot free
- *     what the replay still uses.
+ *     are held strongly until the replica is done, lists and tuples are
+ *     hidden from the collector (fc_untrack) and so is the result list
+ *     until it is complete: a finalizer that digs into objects through
+ *     gc.get_objects() finds only valid ones (a dict being filled) and
+ *     cannot free or resize what the replay still writes to.
  */
 enum { T_CONST = 1, T_REF, T_LIST, T_DICT, T_TUPLE, T_END };
 
@@ -443,8 +444,10 @@ error:
 static PyObject *
 fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
 {
-    /* filled by appending in place: a finalizer that finds the list
-       through gc.get_objects() sees the finished replicas only */
+    /* filled in place, so hidden from the collector until it is complete:
+       user code (a predicate, a finalizer) that found it through
+       gc.get_objects() and resized it would pull the storage from under
+       the stores below; its size counts the finished replicas only */
     PyObject *out = PyList_New(n);
     if (out == NULL) {
         return NULL;
@@ -453,6 +456,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     if (n == 0) {
         return out;
     }
+    PyObject_GC_UnTrack(out);
     if (fc_sync(st) < 0) {
         Py_DECREF(out);
         return NULL;
@@ -519,6 +523,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     PyMem_Free(stack);
     fc_ctx_fini(&c);
     fc_tape_free(&t);
+    PyObject_GC_Track(out);
     return out;
 error:
     PyMem_Free(nodes);

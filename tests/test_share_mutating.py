@@ -522,6 +522,26 @@ def test_predicate_list_shrinks_under_tuple():
     """, "True 10 [1, 1]")
 
 
+def test_predicate_that_finds_the_result_list_through_gc():
+    # the list replicate fills is not reachable through the collector until it is
+    # complete: a predicate cannot resize it from under the stores
+    _check_child("""
+        import gc, fastcopy
+        src = {"a": [1], "b": [2]}
+        hits = []
+        def pred(o):
+            for c in gc.get_objects():
+                if type(c) is list and c and all(type(r) is dict and r.keys() == src.keys()
+                                                 and r is not src for r in c):
+                    hits.append(len(c))
+                    c.clear()
+                    c.extend([None] * 50)
+            return False
+        reps = fastcopy.replicate(src, 4, share=pred)
+        print(len(reps), all(r == src and r is not src for r in reps), hits)
+    """, "4 True []")
+
+
 # ---------------------------------------------------------------------------
 # Hash and equality of keys during replicate's replay
 # ---------------------------------------------------------------------------
