@@ -542,6 +542,39 @@ def test_predicate_that_finds_the_result_list_through_gc():
     """, "4 True []")
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "walker: deepcopy.c fc_dispatch reads tp = Py_TYPE(x) and its kind before "
+    "fc_share_match and picks x's plan from that stale tp afterwards: a predicate that "
+    "assigns x.__class__ gets the old class's plan (FP_PLAIN) instead of the new class's "
+    "__reduce_ex__; re-read Py_TYPE(x) (and the kind) after the predicate returns"))
+def test_predicate_assigns_class():
+    class A:
+        def __init__(self):
+            self.v = [1]
+
+    class B:
+        def __reduce_ex__(self, proto):
+            return (B, (), {"w": 2})
+
+    def run(f):
+        a = A()
+
+        def pred(o):
+            if o is a:
+                a.__class__ = B
+            return False
+        y = f([a], pred)
+        return type(y[0]).__name__, vars(y[0])
+
+    def model(x, pred):   # copy.deepcopy from the share step on: the live x
+        out = []
+        for a in x:
+            pred(a)
+            out.append(copy.deepcopy(a))
+        return out
+    assert run(lambda x, p: fastcopy.deepcopy(x, share=p)) == run(model) == ("B", {"v": [1], "w": 2})
+
+
 # ---------------------------------------------------------------------------
 # Hash and equality of keys during replicate's replay
 # ---------------------------------------------------------------------------
