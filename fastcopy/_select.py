@@ -65,33 +65,38 @@ def _is_sequence(obj):
 
 
 def _get(obj, step, dotted, path, upto):
-    """The child of obj named by step, resolved as documented above."""
+    """(key, kind, child) for the child of obj named by step, resolved as
+    documented above; kind is "item" or "attr".  Each look-up runs once:
+    a __getitem__ or property may be user code with side effects."""
     where = _render(path[:upto + 1])
     if isinstance(obj, Mapping):
         key = step
         if dotted and isinstance(step, int) and step not in obj and str(step) in obj:
             key = str(step)
         try:
-            return key, obj[key]
+            return key, "item", obj[key]
         except KeyError:
             raise KeyError("%s (in path %r)" % (where, _render(path))) from None
     if _is_sequence(obj) and isinstance(step, int):
         try:
-            obj[step]
+            return step, "item", obj[step]
         except IndexError:
             raise IndexError("index %d out of range at %s (in path %r)"
                              % (step, where, _render(path))) from None
-        return step, obj[step]
     name = str(step) if dotted else step
     if not isinstance(name, str):
         raise TypeError("step %r at %s: %s is not a mapping or sequence, and an "
                         "attribute name must be a string"
                         % (step, where, type(obj).__name__))
     try:
-        return name, getattr(obj, name)
+        child = getattr(obj, name)
     except AttributeError:
         raise AttributeError("%r object has no attribute %r (at %s in path %r)"
                              % (type(obj).__name__, name, where, _render(path))) from None
+    fields = getattr(type(obj), "_fields", None)
+    if isinstance(obj, tuple) and fields and name in fields:
+        return fields.index(name), "item", child         # a namedtuple field
+    return name, "attr", child
 
 
 def _set(parent_copy, key, value, kind):
@@ -111,58 +116,69 @@ def copy_paths(x, deep):
     root = _Node()
     # Resolve every path against the source first: errors leave nothing built.
     resolved = {}          # id(trie node) -> (key, kind, source child)
+    # (id(trie node), step, dotted) -> child trie node: a prefix shared by
+    # several paths is looked up once, so all of them go through the same
+    # objects even if a look-up is user code that answers differently
+    steps_seen = {}
     for steps, dotted, original in parsed:
         node, obj = root, x
         for i, step in enumerate(steps):
-            key, child = _get(obj, step, dotted, steps, i)
-            kind = "item" if (isinstance(obj, Mapping) or
-                              (_is_sequence(obj) and isinstance(key, int))) else "attr"
-            fields = getattr(type(obj), "_fields", None)
-            if kind == "attr" and isinstance(obj, tuple) and fields and key in fields:
-                key, kind = fields.index(key), "item"      # a namedtuple field
-            node = node.children.setdefault(key, _Node())
-            resolved[id(node)] = (key, kind, child)
-            obj = child
+            memo_key = (id(node), type(step), step, dotted)
+            child_node = steps_seen.get(memo_key)
+            if child_node is None:
+                key, kind, child = _get(obj, step, dotted, steps, i)
+                child_node = node.children.get(key)
+                if child_node is None:
+                    child_node = node.children[key] = _Node()
+                    resolved[id(child_node)] = (key, kind, child)
+                steps_seen[memo_key] = child_node
+            node = child_node
+            obj = resolved[id(node)][2]
         node.leaf = True
+    if not root.children:
+        return _fastcopy.copy(x)
 
-    # Deep-copy every leaf in one call, so they share one memo.
+    # The objects the paths run through are resolved (strong references
+    # above) and shallow-copied before any deep copy runs: a __deepcopy__
+    # hook that changes the source cannot make the result a mix of the
+    # source before and after.  Each entry: (source, target, trie node).
     leaves = []
+    leaf_at = {}                      # id(leaf trie node) -> index in leaves
+    spine = []
 
-    def collect(node):
-        for child in node.children.values():
-            if child.leaf:
-                leaves.append(resolved[id(child)][2])
-            else:
-                collect(child)
-
-    collect(root)
-    copies = _fastcopy.deepcopy(leaves) if leaves else []
-    it = iter(copies)
-
-    def build(src, node):
+    def shallow(src, node):
         if isinstance(src, tuple):
-            items = list(src)
-            target = items
+            if type(src) is not tuple and not hasattr(src, "_make"):
+                raise TypeError("cannot rebuild a %s along a path" % type(src).__name__)
+            target = list(src)
         else:
-            y = _fastcopy.copy(src)
-            if y is src:
+            target = _fastcopy.copy(src)
+            if target is src:
                 raise TypeError("cannot replace a field of %s: copy.copy() returns "
                                 "the object itself" % type(src).__name__)
-            if isinstance(y, Mapping) and not isinstance(y, MutableMapping):
+            if isinstance(target, Mapping) and not isinstance(target, MutableMapping):
                 raise TypeError("cannot replace a key of an immutable mapping %s"
                                 % type(src).__name__)
-            target = y
+        entry = (src, target, node)
         for child in node.children.values():
-            key, kind, value = resolved[id(child)]
-            new = next(it) if child.leaf else build(value, child)
-            _set(target, key, new, "item" if kind == "item" else "attr")
-        if isinstance(src, tuple):
-            if type(src) is tuple:
-                return tuple(items)
-            if hasattr(src, "_make"):      # namedtuple
-                return src._make(items)
-            raise TypeError("cannot rebuild a %s along a path" % type(src).__name__)
-        return target
+            if child.leaf:
+                leaf_at[id(child)] = len(leaves)
+                leaves.append(resolved[id(child)][2])
+            else:
+                shallow(resolved[id(child)][2], child)
+        spine.append(entry)           # children first: filled bottom-up
+        return entry
 
-    # Leaves are collected and consumed in the same (trie) order.
-    return build(x, root) if root.children else _fastcopy.copy(x)
+    top = shallow(x, root)
+    # Deep-copy every leaf in one call, so they share one memo.
+    copies = _fastcopy.deepcopy(leaves)
+    built = {}                        # id(trie node) -> its finished copy
+    for src, target, node in spine:
+        for child in node.children.values():
+            key, kind, _ = resolved[id(child)]
+            new = copies[leaf_at[id(child)]] if child.leaf else built[id(child)]
+            _set(target, key, new, kind)
+        if isinstance(src, tuple):
+            target = tuple(target) if type(src) is tuple else src._make(target)
+        built[id(node)] = target
+    return built[id(top[2])]
