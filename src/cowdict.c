@@ -137,6 +137,29 @@ PyAPI_FUNC(int) _PyDict_DelItem_KnownHash(PyObject *mp, PyObject *key,
 #  define FC_COW_DELH(d, k, h) ((void)(h), PyDict_DelItem((d), (k)))
 #endif
 
+/* hash(key), with a str's cached hash read inline (the hot path: dict's
+   own lookups do the same). */
+FC_INLINE Py_hash_t
+fc_cow_hash(PyObject *key)
+{
+    if (FC_LIKELY(PyUnicode_CheckExact(key))) {
+        Py_hash_t h = ((PyASCIIObject *)key)->hash;
+        if (FC_LIKELY(h != -1)) {
+            return h;
+        }
+    }
+    return PyObject_Hash(key);
+}
+
+/* Whether the collector tracks o.  On GIL builds through 3.14 the GC header
+   (two words, _gc_next first, nonzero while tracked) sits just before the
+   object, as _PyObject_GC_IS_TRACKED reads it; elsewhere the API call. */
+#if !defined(Py_GIL_DISABLED) && PY_VERSION_HEX < 0x030F0000
+#  define FC_COW_TRACKED(o) (((const uintptr_t *)(const void *)(o))[-2] != 0)
+#else
+#  define FC_COW_TRACKED(o) PyObject_GC_IsTracked(o)
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */
 /* ------------------------------------------------------------------ */
@@ -196,7 +219,7 @@ static void cowview_tp_dealloc(PyObject *self);
 FC_INLINE void
 fc_cow_untrack(PyObject *d)
 {
-    if (PyObject_GC_IsTracked(d)) {
+    if (FC_COW_TRACKED(d)) {
         PyObject_GC_UnTrack(d);
     }
 }
@@ -228,7 +251,7 @@ cowtable_tp_dealloc(PyObject *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     if (t->dict != NULL && Py_REFCNT(t->dict) > 1
-        && !PyObject_GC_IsTracked(t->dict)) {
+        && !FC_COW_TRACKED(t->dict)) {
         /* someone else (a C temporary) outlives us: an ordinary dict again */
         PyObject_GC_Track(t->dict);
     }
@@ -245,7 +268,7 @@ cowtable_tp_traverse(PyObject *self, visitproc visit, void *arg)
     if (t->dict == NULL) {
         return 0;
     }
-    if (PyObject_GC_IsTracked(t->dict)) {
+    if (FC_COW_TRACKED(t->dict)) {
         /* a write is under way (I6): the collector traverses the dict */
         Py_VISIT(t->dict);
     }
@@ -410,6 +433,9 @@ fc_cow_recount(FcCowDict *self)
 FC_INLINE void
 fc_cow_note_key(FcCowDict *self, PyObject *key)
 {
+    if (FC_LIKELY(PyUnicode_CheckExact(key))) {
+        return;   /* atomic and plain: neither figure moves */
+    }
     if (!self->keys_mut) {
         self->keys_mut = (int16_t)fc_cow_needs(key);
     }
@@ -472,7 +498,7 @@ fc_cow_set_keyerror(PyObject *key)
 static int
 fc_cow_lookup(FcCowDict *self, PyObject *key, PyObject **res)
 {
-    Py_hash_t h = PyObject_Hash(key);
+    Py_hash_t h = fc_cow_hash(key);
     PyObject *d, *v;
     int r;
     if (res != NULL) {
@@ -514,7 +540,7 @@ fc_cow_store(FcCowDict *self, PyObject *key, PyObject *value)
     PyObject *old = NULL;
     FcCowTable *t;
     /* once, before the table is read: __hash__ may rewrite self */
-    Py_hash_t h = PyObject_Hash(key);
+    Py_hash_t h = fc_cow_hash(key);
 
     if (h == -1) {
         return -1;
@@ -590,7 +616,7 @@ fc_cow_pop(FcCowDict *self, PyObject *key, PyObject *dflt)
     }
     if (fc_cow_shared(self) && fc_cow_quiet(self, key)) {
         /* invisible lookup: a missing key does not cost a copy */
-        Py_hash_t h = PyObject_Hash(key);
+        Py_hash_t h = fc_cow_hash(key);
         if (h == -1) {
             return NULL;
         }
@@ -647,7 +673,7 @@ fc_cow_del(FcCowDict *self, PyObject *key)
         Py_DECREF(v);
         return 0;
     }
-    h = PyObject_Hash(key);
+    h = fc_cow_hash(key);
     if (h == -1) {
         return -1;
     }
@@ -692,7 +718,7 @@ fc_cow_setdefault(FcCowDict *self, PyObject *key, PyObject *dflt)
 
     if (fc_cow_quiet(self, key)) {
         /* invisible lookup: a present key does not cost a copy */
-        Py_hash_t h = PyObject_Hash(key);
+        Py_hash_t h = fc_cow_hash(key);
         if (h == -1) {
             return NULL;
         }
@@ -848,7 +874,7 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
         km |= fc_cow_needs(k);
         odd |= !plain;
         if (plain && self->nmut > 0 && !self->keys_odd) {
-            Py_hash_t h = PyObject_Hash(k);
+            Py_hash_t h = fc_cow_hash(k);
             PyObject *o = h == -1 ? NULL : FC_COW_GETH(t->dict, k, h);
             if (o != NULL) {
                 dec += fc_cow_needs(o);
@@ -1035,7 +1061,7 @@ fc_cow_iter_check(FcCowIter *it)
 }
 
 /* new ref | NULL+exc: what the iterator yields for k, v (strong). */
-static PyObject *
+FC_INLINE PyObject *
 fc_cow_iter_item(int kind, PyObject *k, PyObject *v)
 {
     PyObject *r;

@@ -384,17 +384,24 @@ def run(M, opname, actname, where, shared, timing):
         act()
     if keep is not None:
         assert list(keep.items()) == list(src.items()), ("keep changed", opname, actname)
-    if M is cowdict:
-        # consistent with itself
+    return res, state(m, hold), selfcheck(m, hold)
+
+def selfcheck(m, hold):
+    """The mapping agrees with itself.  Computed for dict too: CPython's own
+    dict can end up inconsistent (3.13: a key inserted while __eq__ clears
+    the dict is listed but not found), and then so may the cowdict."""
+    try:
         assert len(m) == len(list(m)) == len(list(reversed(m))), "len"
         assert list(reversed(list(m.items()))) == list(reversed(m.items())), "reversed"
-        # (by repr: a Trig key compares unequal to its deep copy inside
-        # dict's own ==, for dict as for cowdict)
+        # by repr: a Trig key compares unequal to its deep copy inside
+        # dict's own ==, for dict as for cowdict
         assert repr(m.copy()) == repr(m) == repr(copy.deepcopy(m)), "copies"
         assert dict(m) == dict(m.items()), "items"
         for h in hold:
             assert len(h) == len(list(h)), "held len"
-    return res, state(m, hold)
+        return True
+    except (AssertionError, KeyError) as e:
+        return "inconsistent: %r" % (e,)
 
 def check(wheres, shared_opts=(False, True)):
     bad = []
@@ -406,9 +413,14 @@ def check(wheres, shared_opts=(False, True)):
                     n += 1
                     got = run(cowdict, opname, actname, where, shared, "during")
                     want = run(dict, opname, actname, where, shared, "during")
-                    if got == want:
+                    # inconsistent only where dict itself is
+                    if got[2] is not True and want[2] is True:
+                        bad.append((where, shared, opname, actname, got, want))
                         continue
-                    if where == "eq" and got == run(dict, opname, actname, where, shared, "after"):
+                    if got[:2] == want[:2]:
+                        continue
+                    after = run(dict, opname, actname, where, shared, "after")
+                    if where == "eq" and got[:2] == after[:2]:
                         continue
                     bad.append((where, shared, opname, actname, got, want))
     for b in bad[:20]:
