@@ -161,6 +161,43 @@ class CallCountTest(unittest.TestCase):
         self.assertEqual(len(calls), 1)
 
 
+class MutableCountTest(unittest.TestCase):
+    """With user keys the count of values to copy may only be an upper
+    bound (the old value of an overwrite is not looked up a second time):
+    deep copies must stay right, and a deep copy makes the count exact."""
+
+    def test_deepcopy_right_after_user_key_writes(self):
+        m = cowdict({CK(1): [1], CK(2): 2, "s": [3]})
+        m[CK(1)] = 5            # replaced a list: count now an upper bound
+        m[CK(2)] = [6]          # replaced an int with a list
+        del m["s"]
+        m.setdefault(CK(7), [7])
+        m.pop(CK(7))
+        c = copy.deepcopy(m)
+        self.assertEqual(list(c.items()), list(m.items()))
+        self.assertIsNot(c[CK(2)], m[CK(2)])
+        m[CK(2)] = 0
+        d = copy.deepcopy(m)
+        self.assertEqual(list(d.items()), list(m.items()))
+        if hasattr(m, "_debug_state"):
+            copy.deepcopy(m)
+            self.assertEqual(m._debug_state()[1], 0)   # rescanned: exact
+
+    @unittest.skipUnless(hasattr(cowdict(), "_debug_state"), "needs FASTCOPY_DEBUG=1 build")
+    def test_plain_keys_keep_the_count_exact(self):
+        m = cowdict({"a": [1], (1, "t"): [2], 3: 3})
+        m["a"] = 0
+        m[(1, "t")] = 1
+        m[3] = [3]
+        del m[3]
+        self.assertEqual(m._debug_state()[1], 0)
+        self.assertEqual(m._debug_state()[5], 0)    # no odd key
+        m[CK(1)] = 1
+        self.assertEqual(m._debug_state()[5], 1)
+        m.clear()
+        self.assertEqual(m._debug_state()[5], 0)
+
+
 # --------------------------------------------------------------------------
 # gc.get_referents / get_referrers never hand out a shared table
 # --------------------------------------------------------------------------
