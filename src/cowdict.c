@@ -3,49 +3,78 @@
  *
  * Data structure
  * --------------
- *     handle (FcCowDict)  --table-->  exact dict, shared  <--table--  handle
+ *     handle (FcCowDict) --tab--> table holder (FcCowTable) --dict--> exact dict
+ *     handle (FcCowDict) --tab-----^
  *
- * A cowdict is a small handle pointing at a *table*, a real exact `dict`.
- * Handles made by copy() / copy.copy() / an all-immutable deepcopy() point at
- * the same table and bump its reference count; nothing else is copied.  The
- * table's reference count *is* the sharing count: a handle may write to its
- * table in place only when it is the table's unique owner
- * (fc_cow_unique()); otherwise the write first replaces the handle's table
- * by PyDict_Copy() of it (values shared by reference, as dict.copy() does).
- * So a shared table is never written to, and no write through one handle is
- * ever visible through another.
+ * A cowdict is a small handle pointing at a *table*: a private holder object
+ * that owns a real exact `dict`.  Handles made by copy() / copy.copy() / an
+ * all-immutable deepcopy() point at the same holder and bump its reference
+ * count; nothing else is copied.  The holder's reference count *is* the
+ * sharing count: a handle may write to its table in place only when it is
+ * the holder's unique owner (fc_cow_unique()); otherwise the write first
+ * replaces the handle's holder by a new one over PyDict_Copy() of the dict
+ * (values shared by reference, as dict.copy() does).  So a shared table is
+ * never written to, and no write through one handle is ever visible through
+ * another.
  *
  * Invariants
- *   I1  h->table is an exact dict, never NULL once the handle is published.
- *   I2  A table whose reference count is > 1 is not mutated, except by the
+ *   I1  h->tab is a holder whose dict is an exact dict, never NULL once the
+ *       handle is published.
+ *   I2  A holder whose reference count is > 1 is not mutated, except by the
  *       handle that owns it while that handle is "busy" (I4).
- *   I3  h->nmut counts the values of h->table that deepcopy must copy
- *       (fc_cow_needs()); h->keys_mut is 1 if some key might.  Both describe
- *       the table, so handles sharing a table share the figures.  Every write
- *       keeps them exact; if Python code wrote to the same handle while a
- *       write was in progress (h->wseq moved), the write recounts.
+ *   I3  h->nmut is at least the number of values of the table that deepcopy
+ *       must copy (fc_cow_needs()); exact after a recount, and kept exact by
+ *       every write that learns the value it replaces.  h->keys_mut is 1 if
+ *       some key might need copying, h->keys_odd is 1 if some key is not
+ *       "plain" (fc_cow_plain()).  All describe the table, so handles
+ *       sharing a table share the figures.  If Python code wrote to the same
+ *       handle while a write was in progress (h->wseq moved), the write
+ *       recounts.
  *   I4  h->busy > 0 while a write is mutating its (owned) table and Python
- *       code may run (a key's __eq__, a value's __del__).  A busy handle's
- *       table is semantically its own: nested writes go in place, and
- *       copy()/deepcopy() of a busy handle take a real copy instead of
+ *       code may run (a key's __hash__/__eq__, a value's __del__).  A busy
+ *       handle's table is semantically its own: nested writes go in place,
+ *       and copy()/deepcopy() of a busy handle take a real copy instead of
  *       sharing, so a half-done write can never leak into another handle.
- *   I5  h->gen changes whenever h->table is replaced; iterators use it to
- *       find their place again in the new table (same content, same order).
+ *   I5  h->gen changes whenever h->tab is replaced; iterators use it to find
+ *       their place again in the new table (same content, same order).
+ *   I6  The dict is not tracked by the garbage collector outside our own
+ *       writes: the holder's tp_traverse visits the keys and values itself.
+ *       gc.get_referents() / gc.get_referrers() therefore hand out the
+ *       holder (no methods, not instantiable), never the shared dict, and a
+ *       holder is visited once however many handles share it.  While a
+ *       write is under way the dict may be tracked (dict insertion tracks
+ *       it); the holder then visits the dict instead, so the collector
+ *       counts each reference exactly once in either state.
  *
- * Anything that uses a table across a call that can run Python code holds a
- * strong reference to it.  A handle's own write during such a call then
- * sees a shared table and copies it away: the table being read stays valid
- * and unchanged.
+ * The rule for user code
+ * ----------------------
+ * Any call that can run Python code (a key's __hash__ or __eq__, a value's
+ * __del__ through a decref, on 3.10/3.11 any allocation through a garbage
+ * collection) may copy, write, clear or free this handle, its copies and
+ * their tables.  So no code here keeps a borrowed pointer to a dict, a key or
+ * a value across such a call: it holds a strong reference (to the holder for
+ * a write, to the dict for a read) or re-reads.  A key is hashed exactly once
+ * per operation, *before* the table is fetched, and the lookup or insert then
+ * runs on the current table with that hash (the _KnownHash calls), as
+ * dict's own methods do; the table's other keys' __eq__ runs exactly as
+ * often as in dict.  Where a dict operation needs both the old value and a
+ * user-visible lookup, the write asks dict for one lookup only (pop via
+ * _PyDict_Pop) or gives up exactness of nmut (I3: an upper bound) rather
+ * than look a user key up twice.  "Plain" keys (exact str, int, float,
+ * bytes, ... and tuples of them) run no Python code when hashed or compared
+ * with each other, so while every key of a table is plain, extra lookups are
+ * invisible and are used to keep nmut exact and to avoid copying a shared
+ * table for a missing key.
  *
  * Views and iterators point at the *handle*, never at a table, and read
- * h->table on every step: they see their own handle's writes exactly as a
- * dict's views do, and never another handle's.  Forward iterators walk the
- * table with PyDict_Next() and a saved position, holding no reference to it
+ * h->tab on every step: they see their own handle's writes exactly as a
+ * dict's views do, and never another handle's.  Iterators walk the table
+ * with PyDict_Next() and a saved entry position, holding no reference to it
  * (so they do not force copies), and raise "dictionary changed size during
- * iteration" as dict does.  Reversed iterators wrap the table's own reversed
- * iterator and rebuild it at the same ordinal position when the table is
- * replaced.  Set operations and comparisons of views are delegated to the
- * real view of the current table.
+ * iteration" as dict does; reversed iterators step back from their position
+ * (fc_cow_prev()).  Set operations and comparisons of views are delegated to
+ * the real view type's own slots on the current table, never through the
+ * generic protocol, so a real view is never handed to user code.
  *
  * deepcopy
  * --------
@@ -84,22 +113,76 @@ fc_cow_unique_ft(PyObject *o)
 #  define FC_COW_UNIQUE(o) (Py_REFCNT(o) == 1)
 #endif
 
+/* Lookups and writes with a hash computed once, before the table is read
+   (dict's own methods hash first, then look up the dict as it is then).
+   3.10-3.12 declare these in cpython/dictobject.h; 3.13 moved the two
+   writers to the internal header but still exports them.  Later versions
+   fall back to the hashing calls (a key is then hashed twice per write). */
+#if PY_VERSION_HEX < 0x030E0000
+#  define FC_COW_KNOWN_HASH 1
+#  if FC_PY313_PLUS
+PyAPI_FUNC(int) _PyDict_SetItem_KnownHash(PyObject *mp, PyObject *key,
+                                          PyObject *item, Py_hash_t hash);
+PyAPI_FUNC(int) _PyDict_DelItem_KnownHash(PyObject *mp, PyObject *key,
+                                          Py_hash_t hash);
+#  endif
+/* borrowed | NULL (+exc, or missing) */
+#  define FC_COW_GETH(d, k, h) _PyDict_GetItem_KnownHash((d), (k), (h))
+#  define FC_COW_SETH(d, k, v, h) _PyDict_SetItem_KnownHash((d), (k), (v), (h))
+#  define FC_COW_DELH(d, k, h) _PyDict_DelItem_KnownHash((d), (k), (h))
+#else
+#  define FC_COW_KNOWN_HASH 0
+#  define FC_COW_GETH(d, k, h) ((void)(h), PyDict_GetItemWithError((d), (k)))
+#  define FC_COW_SETH(d, k, v, h) ((void)(h), PyDict_SetItem((d), (k), (v)))
+#  define FC_COW_DELH(d, k, h) ((void)(h), PyDict_DelItem((d), (k)))
+#endif
+
+/* hash(key), with a str's cached hash read inline (the hot path: dict's
+   own lookups do the same). */
+FC_INLINE Py_hash_t
+fc_cow_hash(PyObject *key)
+{
+    if (FC_LIKELY(PyUnicode_CheckExact(key))) {
+        Py_hash_t h = ((PyASCIIObject *)key)->hash;
+        if (FC_LIKELY(h != -1)) {
+            return h;
+        }
+    }
+    return PyObject_Hash(key);
+}
+
+/* Whether the collector tracks o.  On GIL builds through 3.14 the GC header
+   (two words, _gc_next first, nonzero while tracked) sits just before the
+   object, as _PyObject_GC_IS_TRACKED reads it; elsewhere the API call. */
+#if !defined(Py_GIL_DISABLED) && PY_VERSION_HEX < 0x030F0000
+#  define FC_COW_TRACKED(o) (((const uintptr_t *)(const void *)(o))[-2] != 0)
+#else
+#  define FC_COW_TRACKED(o) PyObject_GC_IsTracked(o)
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Objects                                                             */
 /* ------------------------------------------------------------------ */
 
 enum { FC_COW_KEYS = 0, FC_COW_VALUES, FC_COW_ITEMS, FC_COW_ITER,
-       FC_COW_REVITER, FC_COW_NTYPES };
+       FC_COW_REVITER, FC_COW_TABLE, FC_COW_NTYPES };
+
+/* The shared table: private, so that Python code never holds the dict. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *dict;       /* exact dict, untracked by the GC (I6) */
+} FcCowTable;
 
 typedef struct {
     PyObject_HEAD
-    PyObject *table;      /* exact dict, shared between handles (I1, I2) */
+    FcCowTable *tab;      /* the table, shared between handles (I1, I2) */
     PyObject *types;      /* tuple of the helper types, FC_COW_* order */
-    Py_ssize_t nmut;      /* values deepcopy must copy (I3) */
-    uint32_t gen;         /* bumped when table is replaced (I5) */
+    Py_ssize_t nmut;      /* >= values deepcopy must copy (I3) */
+    uint32_t gen;         /* bumped when tab is replaced (I5) */
     uint32_t wseq;        /* bumped by every write */
     int32_t busy;         /* writes in progress that may run Python (I4) */
-    int32_t keys_mut;     /* some key may need copying (I3) */
+    int16_t keys_mut;     /* some key may need copying (I3) */
+    int16_t keys_odd;     /* some key is not plain (I3) */
 } FcCowDict;
 
 typedef struct {
@@ -111,11 +194,11 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     FcCowDict *cd;        /* NULL once exhausted */
-    PyObject *inner;      /* reversed: the table's reversed iterator */
-    Py_ssize_t pos;       /* forward: PyDict_Next position */
+    Py_ssize_t pos;       /* forward: PyDict_Next position; reversed: entry
+                             index last returned (PY_SSIZE_T_MAX: none) */
     Py_ssize_t used;      /* size when created; -1 after a size error */
     Py_ssize_t count;     /* items returned so far */
-    uint32_t gen;         /* cd->gen that pos / inner belong to */
+    uint32_t gen;         /* cd->gen that pos belongs to */
     int kind;
 } FcCowIter;
 
@@ -125,6 +208,106 @@ static void cowview_tp_dealloc(PyObject *self);
 #define FC_COW_CHECK(o) (Py_TYPE(o)->tp_dealloc == cowdict_tp_dealloc)
 #define FC_COWVIEW_CHECK(o) (Py_TYPE(o)->tp_dealloc == cowview_tp_dealloc)
 #define FC_COW_TYPE(cd, i) ((PyTypeObject *)PyTuple_GET_ITEM((cd)->types, (i)))
+/* the handle's current dict, borrowed: read it again after user code */
+#define FC_COW_DICT(cd) ((cd)->tab->dict)
+
+/* ------------------------------------------------------------------ */
+/* Table holders                                                       */
+/* ------------------------------------------------------------------ */
+
+/* I6: untrack the dict again after a write that may have tracked it. */
+FC_INLINE void
+fc_cow_untrack(PyObject *d)
+{
+    if (FC_COW_TRACKED(d)) {
+        PyObject_GC_UnTrack(d);
+    }
+}
+
+/* new ref | NULL+exc: a holder of dict d (stolen). */
+static FcCowTable *
+fc_cow_table_new(PyObject *types, PyObject *d)
+{
+    FcCowTable *t;
+    if (d == NULL) {
+        return NULL;
+    }
+    t = PyObject_GC_New(FcCowTable,
+                        (PyTypeObject *)PyTuple_GET_ITEM(types, FC_COW_TABLE));
+    if (t == NULL) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    fc_cow_untrack(d);
+    t->dict = d;
+    PyObject_GC_Track(t);
+    return t;
+}
+
+static void
+cowtable_tp_dealloc(PyObject *self)
+{
+    FcCowTable *t = (FcCowTable *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (t->dict != NULL && Py_REFCNT(t->dict) > 1
+        && !FC_COW_TRACKED(t->dict)) {
+        /* someone else (a C temporary) outlives us: an ordinary dict again */
+        PyObject_GC_Track(t->dict);
+    }
+    Py_CLEAR(t->dict);
+    PyObject_GC_Del(self);
+    Py_DECREF(tp);
+}
+
+static int
+cowtable_tp_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    FcCowTable *t = (FcCowTable *)self;
+    Py_VISIT(Py_TYPE(self));
+    if (t->dict == NULL) {
+        return 0;
+    }
+    if (FC_COW_TRACKED(t->dict)) {
+        /* a write is under way (I6): the collector traverses the dict */
+        Py_VISIT(t->dict);
+    }
+    else {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(t->dict, &pos, &k, &v)) {
+            Py_VISIT(k);
+            Py_VISIT(v);
+        }
+    }
+    return 0;
+}
+
+/* Garbage: every handle of this table is garbage too.  The dict object stays
+   (I1), empty; the handles' nmut stays an upper bound. */
+static int
+cowtable_tp_clear(PyObject *self)
+{
+    FcCowTable *t = (FcCowTable *)self;
+    if (t->dict != NULL) {
+        PyDict_Clear(t->dict);
+    }
+    return 0;
+}
+
+static PyType_Slot cowtable_slots[] = {
+    {Py_tp_dealloc, cowtable_tp_dealloc},
+    {Py_tp_traverse, cowtable_tp_traverse},
+    {Py_tp_clear, cowtable_tp_clear},
+    {0, NULL},
+};
+
+static PyType_Spec cowtable_spec = {
+    "fastcopy.cowdict_table", sizeof(FcCowTable), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
+        | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    cowtable_slots,
+};
 
 /* ------------------------------------------------------------------ */
 /* What deepcopy must copy                                             */
@@ -184,21 +367,81 @@ fc_cow_needs(PyObject *o)
     return fc_cow_needs_depth(o, 0);
 }
 
+
+/* 1 if hashing o and comparing it with another plain object runs no Python
+   code and allocates nothing: exact str, int, float, bool, None, bytes,
+   complex and exact tuples of those. */
+static int
+fc_cow_plain_depth(PyObject *o, int depth)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (tp == &PyUnicode_Type || tp == &PyLong_Type || o == Py_None
+        || tp == &PyFloat_Type || tp == &PyBool_Type || tp == &PyBytes_Type
+        || tp == &PyComplex_Type) {
+        return 1;
+    }
+    if (tp == &PyTuple_Type && depth < FC_COW_MAXDEPTH) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) {
+            if (!fc_cow_plain_depth(PyTuple_GET_ITEM(o, i), depth + 1)) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
+FC_INLINE int
+fc_cow_plain(PyObject *o)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (FC_LIKELY(tp == &PyUnicode_Type || tp == &PyLong_Type)) {
+        return 1;
+    }
+    return fc_cow_plain_depth(o, 0);
+}
+
+/* 1 if looking key up in self's table is invisible to Python code. */
+FC_INLINE int
+fc_cow_quiet(FcCowDict *self, PyObject *key)
+{
+    return !self->keys_odd && fc_cow_plain(key);
+}
+
 /* Recount I3 over the whole table. */
 static void
 fc_cow_recount(FcCowDict *self)
 {
     Py_ssize_t pos = 0, n = 0;
-    int km = 0;
+    int km = 0, odd = 0;
     PyObject *k, *v;
-    while (PyDict_Next(self->table, &pos, &k, &v)) {
+    while (PyDict_Next(FC_COW_DICT(self), &pos, &k, &v)) {
         n += fc_cow_needs(v);
         if (!km) {
             km = fc_cow_needs(k);
         }
+        if (!odd) {
+            odd = !fc_cow_plain(k);
+        }
     }
     self->nmut = n;
-    self->keys_mut = km;
+    self->keys_mut = (int16_t)km;
+    self->keys_odd = (int16_t)odd;
+}
+
+/* Record key as a key of self's table (after a write that may insert it). */
+FC_INLINE void
+fc_cow_note_key(FcCowDict *self, PyObject *key)
+{
+    if (FC_LIKELY(PyUnicode_CheckExact(key))) {
+        return;   /* atomic and plain: neither figure moves */
+    }
+    if (!self->keys_mut) {
+        self->keys_mut = (int16_t)fc_cow_needs(key);
+    }
+    if (!self->keys_odd) {
+        self->keys_odd = (int16_t)!fc_cow_plain(key);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -209,16 +452,16 @@ fc_cow_recount(FcCowDict *self)
 static int
 fc_cow_own(FcCowDict *self)
 {
-    while (!self->busy && !FC_COW_UNIQUE(self->table)) {
-        PyObject *t = Py_NewRef(self->table);
-        PyObject *n = PyDict_Copy(t);
+    while (!self->busy && !FC_COW_UNIQUE((PyObject *)self->tab)) {
+        FcCowTable *t = (FcCowTable *)Py_NewRef(self->tab);
+        /* both calls allocate: a finalizer may replace self->tab meanwhile */
+        FcCowTable *n = fc_cow_table_new(self->types, PyDict_Copy(t->dict));
         if (n == NULL) {
             Py_DECREF(t);
             return -1;
         }
-        /* The copy may have run a finalizer that replaced the table. */
-        if (self->table == t) {
-            self->table = n;
+        if (self->tab == t) {
+            self->tab = n;
             self->gen++;
             Py_DECREF(t);
         }
@@ -228,6 +471,13 @@ fc_cow_own(FcCowDict *self)
         Py_DECREF(t);
     }
     return 0;
+}
+
+/* 1 if self's table is shared with another handle (a write must copy). */
+FC_INLINE int
+fc_cow_shared(FcCowDict *self)
+{
+    return !self->busy && !FC_COW_UNIQUE((PyObject *)self->tab);
 }
 
 static void
@@ -240,40 +490,85 @@ fc_cow_set_keyerror(PyObject *key)
     }
 }
 
+
+/* 1 found (*res new ref, when res is not NULL) | 0 missing | -1+exc:
+   key in self.  The key is hashed once, before the table is read (dict
+   hashes first too, and __hash__ may rewrite self); the dict is held
+   across the lookup, whose __eq__ calls may replace or free self's table. */
+static int
+fc_cow_lookup(FcCowDict *self, PyObject *key, PyObject **res)
+{
+    Py_hash_t h = fc_cow_hash(key);
+    PyObject *d, *v;
+    int r;
+    if (res != NULL) {
+        *res = NULL;
+    }
+    if (h == -1) {
+        return -1;
+    }
+    d = Py_NewRef(FC_COW_DICT(self));
+    v = FC_COW_GETH(d, key, h);
+    if (v == NULL) {
+        r = PyErr_Occurred() ? -1 : 0;
+    }
+    else {
+        r = 1;
+        if (res != NULL) {
+            *res = Py_NewRef(v);
+        }
+    }
+    Py_DECREF(d);
+    return r;
+}
+
+/* After a write that may have inserted key -> value: I6. */
+FC_INLINE void
+fc_cow_untrack_after(PyObject *d, PyObject *key, PyObject *value)
+{
+    if (PyType_IS_GC(Py_TYPE(key)) || PyType_IS_GC(Py_TYPE(value))) {
+        fc_cow_untrack(d);
+    }
+}
+
 /* 0 | -1+exc: self[key] = value. */
 static int
 fc_cow_store(FcCowDict *self, PyObject *key, PyObject *value)
 {
-    uint32_t seq = ++self->wseq;
-    int nv = fc_cow_needs(value), rc;
-    PyObject *old = NULL, *t;
+    uint32_t seq;
+    int nv = fc_cow_needs(value), rc, exact = 0;
+    PyObject *old = NULL;
+    FcCowTable *t;
+    /* once, before the table is read: __hash__ may rewrite self */
+    Py_hash_t h = fc_cow_hash(key);
 
-    if (!self->busy && !FC_COW_UNIQUE(self->table)) {
-        /* an unhashable key must fail before we pay for a copy */
-        if (PyObject_Hash(key) == -1) {
-            return -1;
-        }
+    if (h == -1) {
+        return -1;
     }
-    if (self->nmut > 0 || nv) {
-        if (fc_dict_getref(self->table, key, &old) < 0) {
+    seq = ++self->wseq;
+    if ((self->nmut > 0 || nv) && fc_cow_quiet(self, key)) {
+        /* invisible lookup of the value we replace (I3 stays exact) */
+        old = Py_XNewRef(FC_COW_GETH(FC_COW_DICT(self), key, h));
+        if (old == NULL && PyErr_Occurred()) {
             return -1;
         }
+        exact = 1;
     }
     if (fc_cow_own(self) < 0) {
         Py_XDECREF(old);
         return -1;
     }
-    t = Py_NewRef(self->table);
+    t = (FcCowTable *)Py_NewRef(self->tab);
     self->busy++;
-    rc = PyDict_SetItem(t, key, value);
+    rc = FC_COW_SETH(t->dict, key, value, h);
     self->busy--;
-    Py_DECREF(t);
+    fc_cow_untrack_after(t->dict, key, value);
     if (rc == 0) {
-        self->nmut += nv - (old != NULL ? fc_cow_needs(old) : 0);
-        if (!self->keys_mut) {
-            self->keys_mut = fc_cow_needs(key);
-        }
+        /* a user key's old value is unknown: nmut stays an upper bound */
+        self->nmut += nv - (exact && old != NULL ? fc_cow_needs(old) : 0);
+        fc_cow_note_key(self, key);
     }
+    Py_DECREF(t);
     if (self->wseq != seq) {
         fc_cow_recount(self);
     }
@@ -281,46 +576,181 @@ fc_cow_store(FcCowDict *self, PyObject *key, PyObject *value)
     return rc;
 }
 
-/* new ref (the removed value) | NULL+exc: pop key.  A missing key returns
-   dflt (new ref) if dflt is not NULL, else raises KeyError. */
+/* new ref | NULL+exc: dict.pop(d, key[, dflt]) with its one hash and one
+   lookup; dflt NULL raises KeyError for a missing key. */
 static PyObject *
-fc_cow_pop(FcCowDict *self, PyObject *key, PyObject *dflt)
+fc_cow_dict_pop(PyObject *d, PyObject *key, PyObject *dflt)
 {
-    uint32_t seq = ++self->wseq;
-    PyObject *old = NULL, *t;
-    int r, rc;
-
-    t = Py_NewRef(self->table);
-    r = fc_dict_getref(t, key, &old);
-    Py_DECREF(t);
-    if (r < 0) {
+#if FC_PY313_PLUS
+    PyObject *r;
+    int x = PyDict_Pop(d, key, &r);
+    if (x < 0) {
         return NULL;
     }
-    if (r == 0) {
+    if (x == 0) {
         if (dflt != NULL) {
             return Py_NewRef(dflt);
         }
         fc_cow_set_keyerror(key);
         return NULL;
     }
+    return r;
+#else
+    return _PyDict_Pop(d, key, dflt);
+#endif
+}
+
+/* new ref (the removed value) | NULL+exc: pop key.  A missing key returns
+   dflt (new ref) if dflt is not NULL, else raises KeyError. */
+static PyObject *
+fc_cow_pop(FcCowDict *self, PyObject *key, PyObject *dflt)
+{
+    uint32_t seq;
+    Py_ssize_t n0;
+    PyObject *res;
+    FcCowTable *t;
+
+    if (PyDict_GET_SIZE(FC_COW_DICT(self)) == 0) {
+        /* dict.pop of an empty dict does not hash the key */
+        goto missing;
+    }
+    if (fc_cow_shared(self) && fc_cow_quiet(self, key)) {
+        /* invisible lookup: a missing key does not cost a copy */
+        Py_hash_t h = fc_cow_hash(key);
+        if (h == -1) {
+            return NULL;
+        }
+        if (FC_COW_GETH(FC_COW_DICT(self), key, h) == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            goto missing;
+        }
+    }
+    /* A user key is hashed and looked up once, by dict itself, in a table
+       we own: a shared table is copied first. */
+    seq = ++self->wseq;
     if (fc_cow_own(self) < 0) {
-        Py_DECREF(old);
         return NULL;
     }
-    t = Py_NewRef(self->table);
+    t = (FcCowTable *)Py_NewRef(self->tab);
+    n0 = PyDict_GET_SIZE(t->dict);
     self->busy++;
-    rc = PyDict_DelItem(t, key);
+    res = fc_cow_dict_pop(t->dict, key, dflt);
     self->busy--;
-    Py_DECREF(t);
-    if (rc < 0) {
-        Py_DECREF(old);
-        return NULL;
+    if (res != NULL && self->wseq == seq && PyDict_GET_SIZE(t->dict) == n0 - 1) {
+        self->nmut -= fc_cow_needs(res);
     }
-    self->nmut -= fc_cow_needs(old);
+    Py_DECREF(t);
     if (self->wseq != seq) {
         fc_cow_recount(self);
     }
-    return old;
+    return res;
+missing:
+    if (dflt != NULL) {
+        return Py_NewRef(dflt);
+    }
+    fc_cow_set_keyerror(key);
+    return NULL;
+}
+
+/* 0 | -1+exc: del self[key] (dict hashes the key even when empty). */
+static int
+fc_cow_del(FcCowDict *self, PyObject *key)
+{
+    uint32_t seq;
+    Py_hash_t h;
+    PyObject *old = NULL;
+    FcCowTable *t;
+    int rc;
+
+    if (!fc_cow_quiet(self, key) && PyDict_GET_SIZE(FC_COW_DICT(self)) > 0) {
+        /* one hash and one lookup, which also tell the old value */
+        PyObject *v = fc_cow_pop(self, key, NULL);
+        if (v == NULL) {
+            return -1;
+        }
+        Py_DECREF(v);
+        return 0;
+    }
+    h = fc_cow_hash(key);
+    if (h == -1) {
+        return -1;
+    }
+    seq = ++self->wseq;
+    if (fc_cow_quiet(self, key)) {
+        /* invisible lookup: a missing key does not cost a copy */
+        old = Py_XNewRef(FC_COW_GETH(FC_COW_DICT(self), key, h));
+        if (old == NULL) {
+            if (!PyErr_Occurred()) {
+                fc_cow_set_keyerror(key);
+            }
+            return -1;
+        }
+    }
+    if (fc_cow_own(self) < 0) {
+        Py_XDECREF(old);
+        return -1;
+    }
+    t = (FcCowTable *)Py_NewRef(self->tab);
+    self->busy++;
+    rc = FC_COW_DELH(t->dict, key, h);
+    self->busy--;
+    if (rc == 0 && old != NULL) {
+        self->nmut -= fc_cow_needs(old);
+    }
+    Py_DECREF(t);
+    if (self->wseq != seq) {
+        fc_cow_recount(self);
+    }
+    Py_XDECREF(old);
+    return rc;
+}
+
+/* new ref | NULL+exc: self.setdefault(key, dflt). */
+static PyObject *
+fc_cow_setdefault(FcCowDict *self, PyObject *key, PyObject *dflt)
+{
+    uint32_t seq;
+    Py_ssize_t n0;
+    PyObject *r;
+    FcCowTable *t;
+
+    if (fc_cow_quiet(self, key)) {
+        /* invisible lookup: a present key does not cost a copy */
+        Py_hash_t h = fc_cow_hash(key);
+        if (h == -1) {
+            return NULL;
+        }
+        r = FC_COW_GETH(FC_COW_DICT(self), key, h);
+        if (r != NULL) {
+            return Py_NewRef(r);
+        }
+        if (PyErr_Occurred() || fc_cow_store(self, key, dflt) < 0) {
+            return NULL;
+        }
+        return Py_NewRef(dflt);
+    }
+    /* a user key: dict's one hash and one lookup, in a table we own */
+    seq = ++self->wseq;
+    if (fc_cow_own(self) < 0) {
+        return NULL;
+    }
+    t = (FcCowTable *)Py_NewRef(self->tab);
+    n0 = PyDict_GET_SIZE(t->dict);
+    self->busy++;
+    r = Py_XNewRef(PyDict_SetDefault(t->dict, key, dflt));
+    self->busy--;
+    fc_cow_untrack_after(t->dict, key, dflt);
+    if (r != NULL && self->wseq == seq && PyDict_GET_SIZE(t->dict) == n0 + 1) {
+        self->nmut += fc_cow_needs(dflt);
+        fc_cow_note_key(self, key);
+    }
+    Py_DECREF(t);
+    if (self->wseq != seq) {
+        fc_cow_recount(self);
+    }
+    return r;
 }
 
 /* 0 | -1+exc: empty self. */
@@ -328,26 +758,27 @@ static int
 fc_cow_clear(FcCowDict *self)
 {
     uint32_t seq = ++self->wseq;
-    if (PyDict_GET_SIZE(self->table) == 0) {
+    if (PyDict_GET_SIZE(FC_COW_DICT(self)) == 0) {
         return 0;
     }
-    if (self->busy || FC_COW_UNIQUE(self->table)) {
-        PyObject *t = Py_NewRef(self->table);
+    if (self->busy || FC_COW_UNIQUE((PyObject *)self->tab)) {
+        FcCowTable *t = (FcCowTable *)Py_NewRef(self->tab);
         self->busy++;
-        PyDict_Clear(t);
+        PyDict_Clear(t->dict);
         self->busy--;
         Py_DECREF(t);
     }
     else {
-        PyObject *n = PyDict_New();
+        FcCowTable *n = fc_cow_table_new(self->types, PyDict_New());
         if (n == NULL) {
             return -1;
         }
-        Py_SETREF(self->table, n);
+        Py_SETREF(self->tab, n);
         self->gen++;
     }
     self->nmut = 0;
     self->keys_mut = 0;
+    self->keys_odd = 0;
     if (self->wseq != seq) {
         fc_cow_recount(self);
     }
@@ -358,22 +789,32 @@ fc_cow_clear(FcCowDict *self)
 /* Handles                                                             */
 /* ------------------------------------------------------------------ */
 
-/* new ref | NULL+exc: a handle of type tp over table (stolen). */
+/* new ref | NULL+exc: a handle of type tp over table tab (stolen). */
 static FcCowDict *
-fc_cow_alloc(PyTypeObject *tp, PyObject *types, PyObject *table)
+fc_cow_alloc(PyTypeObject *tp, PyObject *types, FcCowTable *tab)
 {
     FcCowDict *r;
-    if (table == NULL) {
+    if (tab == NULL) {
         return NULL;
     }
     r = (FcCowDict *)tp->tp_alloc(tp, 0);
     if (r == NULL) {
-        Py_DECREF(table);
+        Py_DECREF(tab);
         return NULL;
     }
-    r->table = table;
+    r->tab = tab;
     r->types = Py_NewRef(types);
     return r;
+}
+
+/* new ref | NULL+exc: a holder over a copy of self's dict. */
+static FcCowTable *
+fc_cow_table_copy(FcCowDict *self)
+{
+    PyObject *d = Py_NewRef(FC_COW_DICT(self));
+    FcCowTable *t = fc_cow_table_new(self->types, PyDict_Copy(d));
+    Py_DECREF(d);
+    return t;
 }
 
 /* new ref | NULL+exc: a handle equal to self, sharing its table. */
@@ -383,66 +824,79 @@ fc_cow_share(FcCowDict *self)
     FcCowDict *r;
     if (self->busy) {
         /* I4: a write is half done; the copy must not share its table. */
-        r = fc_cow_alloc(Py_TYPE(self), self->types, PyDict_Copy(self->table));
+        r = fc_cow_alloc(Py_TYPE(self), self->types, fc_cow_table_copy(self));
         if (r != NULL) {
             fc_cow_recount(r);
         }
         return (PyObject *)r;
     }
-    r = fc_cow_alloc(Py_TYPE(self), self->types, Py_NewRef(self->table));
+    r = fc_cow_alloc(Py_TYPE(self), self->types,
+                     (FcCowTable *)Py_NewRef(self->tab));
     if (r != NULL) {
-        r->nmut = self->nmut;
-        r->keys_mut = self->keys_mut;
+        /* the allocation may have run a finalizer that wrote to self */
+        if (r->tab == self->tab) {
+            r->nmut = self->nmut;
+            r->keys_mut = self->keys_mut;
+            r->keys_odd = self->keys_odd;
+        }
+        else {
+            fc_cow_recount(r);
+        }
     }
     return (PyObject *)r;
 }
 
-/* 0 | -1+exc: self.update(src) for an exact dict src. */
+/* 0 | -1+exc: self.update(src) for an exact dict src, which the caller
+   holds: dict.update's own merge (stored hashes, no __hash__ call, one
+   lookup per key, its "dict mutated during update" check). */
 static int
 fc_cow_merge_dict(FcCowDict *self, PyObject *src)
 {
-    Py_ssize_t n = PyDict_GET_SIZE(src), pos = 0;
+    Py_ssize_t pos = 0, nv = 0, dec = 0;
+    int km = 0, odd = 0, rc;
+    uint32_t seq;
     PyObject *k, *v;
-    int rc = 0;
+    FcCowTable *t;
 
-    if (n == 0 || src == self->table) {
+    if (PyDict_GET_SIZE(src) == 0 || src == FC_COW_DICT(self)) {
         return 0;
     }
-    Py_INCREF(src);
-    if (PyDict_GET_SIZE(self->table) == 0) {
-        /* Empty target: dict_merge clones the keys wholesale. */
-        uint32_t seq = ++self->wseq;
-        if (fc_cow_own(self) == 0) {
-            PyObject *t = Py_NewRef(self->table);
-            self->busy++;
-            rc = PyDict_Update(t, src);
-            self->busy--;
-            Py_DECREF(t);
-        }
-        else {
-            rc = -1;
-        }
-        (void)seq;
-        fc_cow_recount(self);
-        Py_DECREF(src);
-        return rc;
+    seq = ++self->wseq;
+    if (fc_cow_own(self) < 0) {
+        return -1;
     }
+    t = (FcCowTable *)Py_NewRef(self->tab);
+    /* The figures first, while no Python code can run: reading src, and the
+       old values of plain keys in an all-plain table (invisible lookups). */
     while (PyDict_Next(src, &pos, &k, &v)) {
-        Py_INCREF(k);
-        Py_INCREF(v);
-        rc = fc_cow_store(self, k, v);
-        Py_DECREF(k);
-        Py_DECREF(v);
-        if (rc < 0) {
-            break;
-        }
-        if (PyDict_GET_SIZE(src) != n) {
-            PyErr_SetString(PyExc_RuntimeError, "dict mutated during update");
-            rc = -1;
-            break;
+        int plain = fc_cow_plain(k);
+        nv += fc_cow_needs(v);
+        km |= fc_cow_needs(k);
+        odd |= !plain;
+        if (plain && self->nmut > 0 && !self->keys_odd) {
+            Py_hash_t h = fc_cow_hash(k);
+            PyObject *o = h == -1 ? NULL : FC_COW_GETH(t->dict, k, h);
+            if (o != NULL) {
+                dec += fc_cow_needs(o);
+            }
+            else if (PyErr_Occurred()) {
+                PyErr_Clear();   /* cannot happen for plain keys */
+            }
         }
     }
-    Py_DECREF(src);
+    self->busy++;
+    rc = PyDict_Update(t->dict, src);
+    self->busy--;
+    fc_cow_untrack(t->dict);
+    if (rc == 0 && self->wseq == seq) {
+        self->nmut += nv - dec;
+        self->keys_mut |= (int16_t)km;
+        self->keys_odd |= (int16_t)odd;
+    }
+    else {
+        fc_cow_recount(self);
+    }
+    Py_DECREF(t);
     return rc;
 }
 
@@ -455,27 +909,33 @@ fc_cow_update_arg(FcCowDict *self, PyObject *arg)
 
     if (FC_COW_CHECK(arg)) {
         FcCowDict *o = (FcCowDict *)arg;
+        PyObject *src;
         if (o == self) {
             return 0;
         }
-        if (PyDict_GET_SIZE(self->table) == 0 && PyDict_GET_SIZE(o->table) > 0
-            && !self->busy && !o->busy) {
+        if (PyDict_GET_SIZE(FC_COW_DICT(self)) == 0
+            && PyDict_GET_SIZE(FC_COW_DICT(o)) > 0 && !self->busy && !o->busy) {
             /* Adopt the other table: cowdict(other) is O(1). */
             self->wseq++;
-            Py_SETREF(self->table, Py_NewRef(o->table));
+            Py_SETREF(self->tab, (FcCowTable *)Py_NewRef(o->tab));
             self->gen++;
             self->nmut = o->nmut;
             self->keys_mut = o->keys_mut;
+            self->keys_odd = o->keys_odd;
             return 0;
         }
-        return fc_cow_merge_dict(self, o->table);
+        src = Py_NewRef(FC_COW_DICT(o));
+        rc = fc_cow_merge_dict(self, src);
+        Py_DECREF(src);
+        return rc;
     }
     if (PyDict_CheckExact(arg)) {
         return fc_cow_merge_dict(self, arg);
     }
     /* Let dict.update itself parse mappings and pair sequences (its error
-       messages, its keys()/__getitem__ rules), then apply what it accepted:
-       like dict.update, a failure keeps the items before it. */
+       messages, its keys()/__getitem__ rules, one hash per key), then apply
+       what it accepted with the stored hashes: like dict.update, a failure
+       keeps the items before it. */
     tmp = PyDict_New();
     if (tmp == NULL) {
         return -1;
@@ -551,9 +1011,9 @@ fc_cow_iter_new(FcCowDict *cd, int kind, int reversed)
         return NULL;
     }
     it->cd = (FcCowDict *)Py_NewRef(cd);
-    it->inner = NULL;
-    it->pos = 0;
-    it->used = PyDict_GET_SIZE(cd->table);
+    it->pos = reversed ? PY_SSIZE_T_MAX : 0;
+    /* read after the allocation, which may have run a finalizer */
+    it->used = PyDict_GET_SIZE(FC_COW_DICT(cd));
     it->count = 0;
     it->gen = cd->gen;
     it->kind = kind;
@@ -568,7 +1028,6 @@ cowiter_tp_dealloc(PyObject *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_XDECREF(it->cd);
-    Py_XDECREF(it->inner);
     PyObject_GC_Del(self);
     Py_DECREF(tp);
 }
@@ -579,7 +1038,6 @@ cowiter_tp_traverse(PyObject *self, visitproc visit, void *arg)
     FcCowIter *it = (FcCowIter *)self;
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(it->cd);
-    Py_VISIT(it->inner);
     return 0;
 }
 
@@ -587,20 +1045,46 @@ static void
 fc_cow_iter_done(FcCowIter *it)
 {
     Py_CLEAR(it->cd);
-    Py_CLEAR(it->inner);
 }
 
 /* 1 ok | 0+exc: dict's "changed size" check, sticky like dict's. */
 static int
 fc_cow_iter_check(FcCowIter *it)
 {
-    if (it->used != PyDict_GET_SIZE(it->cd->table)) {
+    if (it->used != PyDict_GET_SIZE(FC_COW_DICT(it->cd))) {
         PyErr_SetString(PyExc_RuntimeError,
                         "dictionary changed size during iteration");
         it->used = -1;
         return 0;
     }
     return 1;
+}
+
+/* new ref | NULL+exc: what the iterator yields for k, v (strong). */
+FC_INLINE PyObject *
+fc_cow_iter_item(int kind, PyObject *k, PyObject *v)
+{
+    PyObject *r;
+    switch (kind) {
+    case FC_COW_KEYS:
+        return Py_NewRef(k);
+    case FC_COW_VALUES:
+        return Py_NewRef(v);
+    default:
+        /* hold both before the allocation, which may run a finalizer that
+           writes to (and frees) the table they came from */
+        Py_INCREF(k);
+        Py_INCREF(v);
+        r = PyTuple_New(2);
+        if (r == NULL) {
+            Py_DECREF(k);
+            Py_DECREF(v);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(r, 0, k);
+        PyTuple_SET_ITEM(r, 1, v);
+        return r;
+    }
 }
 
 /* new ref | NULL (+exc, or exhausted) */
@@ -614,7 +1098,7 @@ cowiter_tp_iternext(PyObject *self)
     if (cd == NULL || !fc_cow_iter_check(it)) {
         return NULL;
     }
-    t = cd->table;
+    t = FC_COW_DICT(cd);
     if (it->gen != cd->gen) {
         /* I5: same items in the same order; find our place again. */
         it->pos = 0;
@@ -636,14 +1120,75 @@ cowiter_tp_iternext(PyObject *self)
         return NULL;
     }
     it->count++;
-    switch (it->kind) {
-    case FC_COW_KEYS:
-        return Py_NewRef(k);
-    case FC_COW_VALUES:
-        return Py_NewRef(v);
-    default:
-        return PyTuple_Pack(2, k, v);
+    return fc_cow_iter_item(it->kind, k, v);
+}
+
+/* The entry index of the last item of d stored before entry index j
+   (PY_SSIZE_T_MAX: the last item), or -1; *kp, *vp borrowed.  Stepping
+   back with PyDict_Next alone: PyDict_Next(q) yields the first item at an
+   entry index >= q and leaves the position just past it, so "some item lies
+   in [q, j)" is monotone in q, and the item we want is at the largest q
+   where it holds: found by doubling steps and bisection, one call when the
+   entries before j have no holes.  No allocation, no Python code. */
+static Py_ssize_t
+fc_cow_prev(PyObject *d, Py_ssize_t j, PyObject **kp, PyObject **vp)
+{
+    Py_ssize_t lo = -1, hi = j, q, p, step = 1;
+    PyObject *k, *v;
+#define FC_COW_HAS(q) (p = (q), PyDict_Next(d, &p, &k, &v) && p - 1 < j)
+
+    if (j <= 0) {
+        return -1;
     }
+    if (j == PY_SSIZE_T_MAX) {
+        /* upwards from 0 until nothing is at or after q */
+        q = 0;
+        while (FC_COW_HAS(q)) {
+            lo = p - 1;
+            *kp = k;
+            *vp = v;
+            if (lo >= PY_SSIZE_T_MAX / 4) {
+                break;
+            }
+            q = lo + step;
+            step *= 2;
+        }
+        if (lo < 0) {
+            return -1;
+        }
+        hi = q > lo ? q : lo + 1;
+    }
+    else {
+        /* downwards from j - 1 until something is in [q, j) */
+        for (q = j - 1;; ) {
+            if (FC_COW_HAS(q)) {
+                lo = p - 1;
+                *kp = k;
+                *vp = v;
+                break;
+            }
+            hi = q;
+            if (q == 0) {
+                return -1;
+            }
+            step *= 2;
+            q = j - step < 0 ? 0 : j - step;
+        }
+    }
+    /* an item at lo, none in [hi, j) */
+    while (hi - lo > 1) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (FC_COW_HAS(mid)) {
+            lo = p - 1;
+            *kp = k;
+            *vp = v;
+        }
+        else {
+            hi = mid;
+        }
+    }
+#undef FC_COW_HAS
+    return lo;
 }
 
 /* new ref | NULL (+exc, or exhausted) */
@@ -652,47 +1197,29 @@ cowreviter_tp_iternext(PyObject *self)
 {
     FcCowIter *it = (FcCowIter *)self;
     FcCowDict *cd = it->cd;
-    PyObject *item;
+    PyObject *t, *k = NULL, *v = NULL;
+    Py_ssize_t e;
 
     if (cd == NULL || !fc_cow_iter_check(it)) {
         return NULL;
     }
-    if (it->inner == NULL || it->gen != cd->gen) {
-        PyObject *src, *inner;
-        if (it->kind == FC_COW_KEYS) {
-            src = Py_NewRef(cd->table);
+    t = FC_COW_DICT(cd);
+    if (it->gen != cd->gen) {
+        /* I5: find our place again, count items from the end */
+        it->pos = PY_SSIZE_T_MAX;
+        for (Py_ssize_t i = 0; i < it->count && it->pos >= 0; i++) {
+            it->pos = fc_cow_prev(t, it->pos, &k, &v);
         }
-        else {
-            src = PyObject_CallMethod(
-                cd->table, it->kind == FC_COW_VALUES ? "values" : "items", NULL);
-            if (src == NULL) {
-                return NULL;
-            }
-        }
-        inner = PyObject_CallMethod(src, "__reversed__", NULL);
-        Py_DECREF(src);
-        if (inner == NULL) {
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < it->count; i++) {
-            PyObject *skip = PyIter_Next(inner);
-            if (skip == NULL) {
-                break;
-            }
-            Py_DECREF(skip);
-        }
-        Py_XSETREF(it->inner, inner);
         it->gen = cd->gen;
     }
-    item = PyIter_Next(it->inner);
-    if (item == NULL) {
-        if (!PyErr_Occurred()) {
-            fc_cow_iter_done(it);
-        }
+    e = it->pos < 0 ? -1 : fc_cow_prev(t, it->pos, &k, &v);
+    if (e < 0) {
+        fc_cow_iter_done(it);
         return NULL;
     }
+    it->pos = e;
     it->count++;
-    return item;
+    return fc_cow_iter_item(it->kind, k, v);
 }
 
 static PyObject *
@@ -700,7 +1227,7 @@ cowiter_length_hint(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     FcCowIter *it = (FcCowIter *)self;
     Py_ssize_t n = 0;
-    if (it->cd != NULL && it->used == PyDict_GET_SIZE(it->cd->table)) {
+    if (it->cd != NULL && it->used == PyDict_GET_SIZE(FC_COW_DICT(it->cd))) {
         n = it->used - it->count;
     }
     return PyLong_FromSsize_t(n < 0 ? 0 : n);
@@ -782,13 +1309,17 @@ cowview_tp_traverse(PyObject *self, visitproc visit, void *arg)
 }
 
 /* new ref | NULL+exc: the real dict view of o's current table when o is
-   one of our views, else o itself. */
+   one of our views, else o itself.  The real view holds the dict; it is
+   only ever passed to the dict view type's own slots, never to user code. */
 static PyObject *
 fc_cow_view_real(PyObject *o)
 {
     if (FC_COWVIEW_CHECK(o)) {
         FcCowView *v = (FcCowView *)o;
-        return PyObject_CallMethod(v->cd->table, fc_cow_view_meth[v->kind], NULL);
+        PyObject *d = Py_NewRef(FC_COW_DICT(v->cd)), *r;
+        r = PyObject_CallMethod(d, fc_cow_view_meth[v->kind], NULL);
+        Py_DECREF(d);
+        return r;
     }
     return Py_NewRef(o);
 }
@@ -796,7 +1327,7 @@ fc_cow_view_real(PyObject *o)
 static Py_ssize_t
 cowview_sq_length(PyObject *self)
 {
-    return PyDict_GET_SIZE(((FcCowView *)self)->cd->table);
+    return PyDict_GET_SIZE(FC_COW_DICT(((FcCowView *)self)->cd));
 }
 
 static PyObject *
@@ -818,38 +1349,44 @@ static int
 cowview_sq_contains(PyObject *self, PyObject *x)
 {
     FcCowView *v = (FcCowView *)self;
-    PyObject *t = Py_NewRef(v->cd->table), *found = NULL;
+    PyObject *found = NULL, *d;
     int r;
 
     if (v->kind == FC_COW_KEYS) {
-        r = PyDict_Contains(t, x);
+        return fc_cow_lookup(v->cd, x, NULL);
     }
-    else if (v->kind == FC_COW_ITEMS) {
+    if (v->kind == FC_COW_ITEMS) {
         /* dictitems_contains: only 2-tuples can be items */
         if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2) {
-            r = 0;
+            return 0;
         }
-        else {
-            r = fc_dict_getref(t, PyTuple_GET_ITEM(x, 0), &found);
-            if (r > 0) {
-                r = PyObject_RichCompareBool(found, PyTuple_GET_ITEM(x, 1), Py_EQ);
-            }
+        Py_INCREF(x);
+        r = fc_cow_lookup(v->cd, PyTuple_GET_ITEM(x, 0), &found);
+        if (r > 0) {
+            r = PyObject_RichCompareBool(found, PyTuple_GET_ITEM(x, 1), Py_EQ);
         }
+        Py_XDECREF(found);
+        Py_DECREF(x);
+        return r;
     }
-    else {
-        PyObject *real = PyObject_CallMethod(t, "values", NULL);
-        r = real == NULL ? -1 : PySequence_Contains(real, x);
-        Py_XDECREF(real);
-    }
+    d = Py_NewRef(FC_COW_DICT(v->cd));
+    found = PyObject_CallMethod(d, "values", NULL);
+    r = found == NULL ? -1 : PySequence_Contains(found, x);
     Py_XDECREF(found);
-    Py_DECREF(t);
+    Py_DECREF(d);
     return r;
 }
 
+enum { FC_COW_AND, FC_COW_OR, FC_COW_XOR, FC_COW_SUB };
+
+/* The dict view type's own slot, called directly: the generic protocol
+   would offer the real view to the other operand's reflected method. */
 static PyObject *
-fc_cow_view_binop(PyObject *a, PyObject *b, binaryfunc op)
+fc_cow_view_binop(PyObject *a, PyObject *b, int which)
 {
     PyObject *ra = NULL, *rb = NULL, *res = NULL;
+    PyNumberMethods *nm;
+    binaryfunc f;
     ra = fc_cow_view_real(a);
     if (ra == NULL) {
         goto done;
@@ -858,7 +1395,10 @@ fc_cow_view_binop(PyObject *a, PyObject *b, binaryfunc op)
     if (rb == NULL) {
         goto done;
     }
-    res = op(ra, rb);
+    nm = Py_TYPE(FC_COWVIEW_CHECK(a) ? ra : rb)->tp_as_number;
+    f = which == FC_COW_AND ? nm->nb_and : which == FC_COW_OR ? nm->nb_or
+        : which == FC_COW_XOR ? nm->nb_xor : nm->nb_subtract;
+    res = f(ra, rb);
 done:
     Py_XDECREF(ra);
     Py_XDECREF(rb);
@@ -866,13 +1406,13 @@ done:
 }
 
 static PyObject *cowview_nb_and(PyObject *a, PyObject *b)
-{ return fc_cow_view_binop(a, b, PyNumber_And); }
+{ return fc_cow_view_binop(a, b, FC_COW_AND); }
 static PyObject *cowview_nb_or(PyObject *a, PyObject *b)
-{ return fc_cow_view_binop(a, b, PyNumber_Or); }
+{ return fc_cow_view_binop(a, b, FC_COW_OR); }
 static PyObject *cowview_nb_xor(PyObject *a, PyObject *b)
-{ return fc_cow_view_binop(a, b, PyNumber_Xor); }
+{ return fc_cow_view_binop(a, b, FC_COW_XOR); }
 static PyObject *cowview_nb_sub(PyObject *a, PyObject *b)
-{ return fc_cow_view_binop(a, b, PyNumber_Subtract); }
+{ return fc_cow_view_binop(a, b, FC_COW_SUB); }
 
 static PyObject *
 cowview_tp_richcompare(PyObject *self, PyObject *other, int op)
@@ -886,7 +1426,9 @@ cowview_tp_richcompare(PyObject *self, PyObject *other, int op)
     if (rb == NULL) {
         goto done;
     }
-    res = PyObject_RichCompare(ra, rb, op);
+    /* the real view's slot: NotImplemented for a user object, which then
+       gets our view, not the real one, through its reflected method */
+    res = Py_TYPE(ra)->tp_richcompare(ra, rb, op);
 done:
     Py_XDECREF(ra);
     Py_XDECREF(rb);
@@ -1014,7 +1556,7 @@ fc_cow_new_empty(PyTypeObject *tp)
         PyErr_SetString(PyExc_SystemError, "cowdict: helper types missing");
         return NULL;
     }
-    return fc_cow_alloc(tp, types, PyDict_New());
+    return fc_cow_alloc(tp, types, fc_cow_table_new(types, PyDict_New()));
 }
 
 static PyObject *
@@ -1035,7 +1577,7 @@ cowdict_tp_dealloc(PyObject *self)
     FcCowDict *cd = (FcCowDict *)self;
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    Py_XDECREF(cd->table);
+    Py_XDECREF(cd->tab);
     Py_XDECREF(cd->types);
     tp->tp_free(self);
     Py_DECREF(tp);
@@ -1046,23 +1588,29 @@ cowdict_tp_traverse(PyObject *self, visitproc visit, void *arg)
 {
     FcCowDict *cd = (FcCowDict *)self;
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(cd->table);
+    /* the holder, never the dict (I6) */
+    Py_VISIT(cd->tab);
     Py_VISIT(cd->types);
     return 0;
 }
 
 /* Break cycles through the contents.  A shared table is left alone: the
-   collector clears it directly if it is garbage too, and I1 keeps every
+   collector clears its holder if it is garbage too, and I1 keeps every
    handle usable afterwards. */
 static int
 cowdict_tp_clear(PyObject *self)
 {
     FcCowDict *cd = (FcCowDict *)self;
-    if (cd->table != NULL && !cd->busy && FC_COW_UNIQUE(cd->table)) {
+    if (cd->tab != NULL && !cd->busy && FC_COW_UNIQUE((PyObject *)cd->tab)) {
+        FcCowTable *t = (FcCowTable *)Py_NewRef(cd->tab);
         cd->wseq++;
-        PyDict_Clear(cd->table);
+        cd->busy++;
+        PyDict_Clear(t->dict);
+        cd->busy--;
         cd->nmut = 0;
         cd->keys_mut = 0;
+        cd->keys_odd = 0;
+        Py_DECREF(t);
     }
     return 0;
 }
@@ -1070,15 +1618,14 @@ cowdict_tp_clear(PyObject *self)
 static Py_ssize_t
 cowdict_mp_length(PyObject *self)
 {
-    return PyDict_GET_SIZE(((FcCowDict *)self)->table);
+    return PyDict_GET_SIZE(FC_COW_DICT((FcCowDict *)self));
 }
 
 static PyObject *
 cowdict_mp_subscript(PyObject *self, PyObject *key)
 {
-    PyObject *t = Py_NewRef(((FcCowDict *)self)->table), *v = NULL;
-    int r = fc_dict_getref(t, key, &v);
-    Py_DECREF(t);
+    PyObject *v = NULL;
+    int r = fc_cow_lookup((FcCowDict *)self, key, &v);
     if (r == 0) {
         fc_cow_set_keyerror(key);
     }
@@ -1088,25 +1635,16 @@ cowdict_mp_subscript(PyObject *self, PyObject *key)
 static int
 cowdict_mp_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
 {
-    PyObject *old;
     if (value != NULL) {
         return fc_cow_store((FcCowDict *)self, key, value);
     }
-    old = fc_cow_pop((FcCowDict *)self, key, NULL);
-    if (old == NULL) {
-        return -1;
-    }
-    Py_DECREF(old);
-    return 0;
+    return fc_cow_del((FcCowDict *)self, key);
 }
 
 static int
 cowdict_sq_contains(PyObject *self, PyObject *key)
 {
-    PyObject *t = Py_NewRef(((FcCowDict *)self)->table);
-    int r = PyDict_Contains(t, key);
-    Py_DECREF(t);
-    return r;
+    return fc_cow_lookup((FcCowDict *)self, key, NULL);
 }
 
 static PyObject *
@@ -1120,7 +1658,7 @@ cowdict_tp_repr(PyObject *self)
 {
     FcCowDict *cd = (FcCowDict *)self;
     const char *name = strrchr(Py_TYPE(self)->tp_name, '.');
-    PyObject *t = Py_NewRef(cd->table);
+    PyObject *t = Py_NewRef(FC_COW_DICT(cd));
     /* the table's own repr guards recursion: a cowdict inside itself
        shows as cowdict({...}) */
     PyObject *res = PyUnicode_FromFormat("%s(%R)", name + 1, t);
@@ -1136,15 +1674,25 @@ cowdict_tp_richcompare(PyObject *self, PyObject *other, int op)
         Py_RETURN_NOTIMPLEMENTED;
     }
     if (FC_COW_CHECK(other)) {
-        b = ((FcCowDict *)other)->table;
+        b = FC_COW_DICT((FcCowDict *)other);
     }
     else if (PyDict_Check(other)) {
+        richcmpfunc f = Py_TYPE(other)->tp_richcompare;
+        if (f != PyDict_Type.tp_richcompare) {
+            /* a dict subclass's own __eq__ first, as dict == sub does; it
+               gets the cowdict, never the table */
+            res = f(other, self, op);   /* == and != are their own swaps */
+            if (res != Py_NotImplemented) {
+                return res;
+            }
+            Py_DECREF(res);
+        }
         b = other;
     }
     else {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    a = ((FcCowDict *)self)->table;
+    a = FC_COW_DICT((FcCowDict *)self);
     if (a == b) {
         /* dict_equal of a table with itself compares each value with itself
            through PyObject_RichCompareBool, which is True by identity */
@@ -1152,7 +1700,9 @@ cowdict_tp_richcompare(PyObject *self, PyObject *other, int op)
     }
     Py_INCREF(a);
     Py_INCREF(b);
-    res = PyObject_RichCompare(a, b, op);
+    /* dict's own slot: the generic protocol would offer the table to a
+       subclass's reflected __eq__ */
+    res = PyDict_Type.tp_richcompare(a, b, op);
     Py_DECREF(a);
     Py_DECREF(b);
     return res;
@@ -1200,14 +1750,12 @@ cowdict_nb_inplace_or(PyObject *self, PyObject *other)
 static PyObject *
 cowdict_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *t, *v = NULL;
+    PyObject *v = NULL;
     int r;
     if (!fc_cow_nargs("get", nargs, 1, 2)) {
         return NULL;
     }
-    t = Py_NewRef(((FcCowDict *)self)->table);
-    r = fc_dict_getref(t, args[0], &v);
-    Py_DECREF(t);
+    r = fc_cow_lookup((FcCowDict *)self, args[0], &v);
     if (r == 0) {
         v = Py_NewRef(nargs > 1 ? args[1] : Py_None);
     }
@@ -1217,23 +1765,11 @@ cowdict_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 cowdict_setdefault(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    FcCowDict *cd = (FcCowDict *)self;
-    PyObject *t, *v = NULL, *dflt;
-    int r;
     if (!fc_cow_nargs("setdefault", nargs, 1, 2)) {
         return NULL;
     }
-    dflt = nargs > 1 ? args[1] : Py_None;
-    t = Py_NewRef(cd->table);
-    r = fc_dict_getref(t, args[0], &v);
-    Py_DECREF(t);
-    if (r != 0) {
-        return v;
-    }
-    if (fc_cow_store(cd, args[0], dflt) < 0) {
-        return NULL;
-    }
-    return Py_NewRef(dflt);
+    return fc_cow_setdefault((FcCowDict *)self, args[0],
+                             nargs > 1 ? args[1] : Py_None);
 }
 
 static PyObject *
@@ -1251,16 +1787,16 @@ cowdict_popitem(PyObject *self, PyObject *Py_UNUSED(ignored))
     FcCowDict *cd = (FcCowDict *)self;
     uint32_t seq = ++cd->wseq;
     PyObject *t, *res;
-    if (PyDict_GET_SIZE(cd->table) == 0) {
+    if (PyDict_GET_SIZE(FC_COW_DICT(cd)) == 0) {
         PyErr_SetString(PyExc_KeyError, "popitem(): dictionary is empty");
         return NULL;
     }
     if (fc_cow_own(cd) < 0) {
         return NULL;
     }
-    t = Py_NewRef(cd->table);
+    t = Py_NewRef(cd->tab);
     cd->busy++;
-    res = PyObject_CallMethod(t, "popitem", NULL);
+    res = PyObject_CallMethod(((FcCowTable *)t)->dict, "popitem", NULL);
     cd->busy--;
     Py_DECREF(t);
     if (res != NULL && PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2) {
@@ -1324,7 +1860,8 @@ cowdict_copy(PyObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
 {
-    PyObject *copymod = NULL, *deep = NULL, *t = NULL, *id = NULL;
+    PyObject *copymod = NULL, *deep = NULL, *id = NULL, *d;
+    FcCowTable *t = NULL;
     PyObject *key = NULL, *val = NULL, *k2 = NULL, *v2 = NULL;
     PyObject *own_memo = NULL, *k, *v;
     FcCowDict *res = NULL;
@@ -1346,9 +1883,12 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
     if (deep == NULL) {
         goto error;
     }
-    t = Py_NewRef(self->table);
+    /* held: user code below may write to self, which then copies away */
+    t = (FcCowTable *)Py_NewRef(self->tab);
+    d = t->dict;
     res = fc_cow_alloc(Py_TYPE(self), self->types,
-                       rebuild ? PyDict_New() : PyDict_Copy(t));
+                       fc_cow_table_new(self->types,
+                                        rebuild ? PyDict_New() : PyDict_Copy(d)));
     if (res == NULL) {
         goto error;
     }
@@ -1360,8 +1900,8 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
     if (id == NULL || PyObject_SetItem(memo, id, (PyObject *)res) < 0) {
         goto error;
     }
-    used = PyDict_GET_SIZE(t);
-    while (PyDict_Next(t, &pos, &k, &v)) {
+    used = PyDict_GET_SIZE(d);
+    while (PyDict_Next(d, &pos, &k, &v)) {
         int nk = fc_cow_needs(k), nv = fc_cow_needs(v);
         nmut += nv;
         km |= nk;
@@ -1388,13 +1928,13 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
         Py_CLEAR(val);
         Py_CLEAR(k2);
         Py_CLEAR(v2);
-        if (PyDict_GET_SIZE(t) != used) {
+        if (PyDict_GET_SIZE(d) != used) {
             PyErr_SetString(PyExc_RuntimeError,
                             "dictionary changed size during iteration");
             goto error;
         }
     }
-    if (self->wseq == seq && self->table == t) {
+    if (self->wseq == seq && self->tab == t) {
         /* the scan was complete: refresh the figures (keys_mut is sticky) */
         self->nmut = nmut;
         self->keys_mut = km;
@@ -1432,13 +1972,9 @@ cowdict_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     /* items come after the object exists, so a cowdict inside itself pickles
        like a dict inside itself */
-    PyObject *items, *it, *res;
-    items = PyObject_CallMethod(((FcCowDict *)self)->table, "items", NULL);
-    if (items == NULL) {
-        return NULL;
-    }
-    it = PyObject_GetIter(items);
-    Py_DECREF(items);
+    PyObject *it, *res;
+    /* our own items iterator: a dict's would hand the table out */
+    it = fc_cow_iter_new((FcCowDict *)self, FC_COW_ITEMS, 0);
     if (it == NULL) {
         return NULL;
     }
@@ -1450,11 +1986,12 @@ cowdict_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 cowdict_sizeof(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *t = Py_NewRef(((FcCowDict *)self)->table), *ts;
+    FcCowTable *t = (FcCowTable *)Py_NewRef(((FcCowDict *)self)->tab);
+    PyObject *ts;
     Py_ssize_t share, n;
     /* this reference and the one of every other handle: a fair share */
     share = Py_REFCNT(t) - 1;
-    ts = PyObject_CallMethod(t, "__sizeof__", NULL);
+    ts = PyObject_CallMethod(t->dict, "__sizeof__", NULL);
     Py_DECREF(t);
     if (ts == NULL) {
         return NULL;
@@ -1467,13 +2004,14 @@ cowdict_sizeof(PyObject *self, PyObject *Py_UNUSED(ignored))
     if (share < 1) {
         share = 1;
     }
-    return PyLong_FromSsize_t((Py_ssize_t)sizeof(FcCowDict) + n / share);
+    return PyLong_FromSsize_t((Py_ssize_t)sizeof(FcCowDict)
+                              + ((Py_ssize_t)sizeof(FcCowTable) + n) / share);
 }
 
 static PyObject *
 cowdict_fromkeys(PyObject *cls, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *value, *it = NULL, *key;
+    PyObject *value, *tmp;
     FcCowDict *r;
     if (!fc_cow_nargs("fromkeys", nargs, 1, 2)) {
         return NULL;
@@ -1483,36 +2021,28 @@ cowdict_fromkeys(PyObject *cls, PyObject *const *args, Py_ssize_t nargs)
     if (r == NULL) {
         return NULL;
     }
-    it = PyObject_GetIter(args[0]);
-    if (it == NULL) {
-        goto error;
+    /* dict.fromkeys's own hashing: once per key, none for a dict or set */
+    tmp = PyObject_CallMethod((PyObject *)&PyDict_Type, "fromkeys", "OO",
+                              args[0], value);
+    if (tmp == NULL || fc_cow_merge_dict(r, tmp) < 0) {
+        Py_XDECREF(tmp);
+        Py_DECREF(r);
+        return NULL;
     }
-    while ((key = PyIter_Next(it)) != NULL) {
-        int rc = fc_cow_store(r, key, value);
-        Py_DECREF(key);
-        if (rc < 0) {
-            goto error;
-        }
-    }
-    if (PyErr_Occurred()) {
-        goto error;
-    }
-    Py_DECREF(it);
+    Py_DECREF(tmp);
     return (PyObject *)r;
-error:
-    Py_XDECREF(it);
-    Py_DECREF(r);
-    return NULL;
 }
 
 #ifdef FC_DEBUG
-/* White-box view for the tests: (table id, nmut, keys_mut, gen, busy). */
+/* White-box view for the tests: (table id, nmut, keys_mut, gen, busy,
+   keys_odd); the id is the holder's. */
 static PyObject *
 cowdict_debug_state(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     FcCowDict *cd = (FcCowDict *)self;
-    return Py_BuildValue("(NniIi)", PyLong_FromVoidPtr(cd->table), cd->nmut,
-                         (int)cd->keys_mut, (unsigned int)cd->gen, (int)cd->busy);
+    return Py_BuildValue("(NniIii)", PyLong_FromVoidPtr(cd->tab), cd->nmut,
+                         (int)cd->keys_mut, (unsigned int)cd->gen, (int)cd->busy,
+                         (int)cd->keys_odd);
 }
 #endif
 
@@ -1615,7 +2145,7 @@ fc_cowdict_exec(PyObject *module, FcState *st)
 {
     static PyType_Spec *const specs[FC_COW_NTYPES] = {
         &cowkeys_spec, &cowvalues_spec, &cowitems_spec, &cowiter_spec,
-        &cowreviter_spec,
+        &cowreviter_spec, &cowtable_spec,
     };
     static const char *const abcs[3] = {"KeysView", "ValuesView", "ItemsView"};
     PyObject *types = NULL, *cd = NULL, *abc = NULL;
