@@ -1470,10 +1470,11 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
 static PyObject *
 fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
-    /* the version before the copy: if a collection while the copy is made
-       runs a finalizer that changes x, the first resume demotes */
-    uint64_t ver = fc_dict_version(x);
-    return fc_push_dict(c, x, fc_dict_copy(x), 1, ver);
+    /* the version of the snapshot: if a finalizer changes x after it, the
+       first resume demotes */
+    uint64_t ver;
+    PyObject *y = fc_dict_copy_ver(x, &ver);
+    return fc_push_dict(c, x, y, 1, ver);
 }
 #endif
 
@@ -1535,6 +1536,20 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         r = fc_share_match(c, x);
         if (r != 0) {
             return r > 0 ? Py_NewRef(x) : NULL;
+        }
+        /* the predicate is user code: x.__class__ may have been assigned,
+           and the stdlib's tables edited */
+        if (FC_UNLIKELY(Py_TYPE(x) != tp) || c->tables_stale) {
+            c->tables_stale = 0;
+            if (fc_sync(st) < 0) {
+                return NULL;
+            }
+            tp = Py_TYPE(x);
+            k = fc_kind(tp);
+            bit = FK_BIT(k) & st->deep_ok;
+            if (bit & FC_DEEP_ATOMIC) {
+                return Py_NewRef(x);
+            }
         }
     }
     if (bit) {

@@ -169,29 +169,56 @@ fc_dict_version(PyObject *d)
 #  define FC_HAVE_DICT_VERSION 0
 #endif
 
-/* x.copy() for an exact dict, with no collection inside.  On 3.10/3.11
-   PyDict_Copy of a split-table dict (an instance's __dict__) allocates the
-   copy -- which can collect garbage and run finalizers -- and only then
-   reads x's values array, which a finalizer may have freed.  (CPython's
-   own dict.copy() has that hazard; the stdlib's deepcopy never calls it.)
-   Postponing the collection to the next allocation is unobservable.
-   3.12+ collect only at the eval breaker.  new ref | NULL+exc */
+/* x.copy() for an exact dict, consistent whatever a collection does.  On
+   3.10/3.11 PyDict_Copy allocates the copy -- which can collect garbage and
+   run finalizers -- and only then reads part of x: a split-table dict (an
+   instance's __dict__) its values array, which a finalizer may have freed;
+   a combined one its size, which may no longer match the keys cloned
+   before (CPython's own dict.copy() has both hazards; the stdlib's
+   deepcopy never calls it).  A split dict is copied with the collector
+   held off (postponing a collection to the next allocation is
+   unobservable); a combined one is copied again if x's version moved
+   meanwhile.  3.12+ collect only at the eval breaker.  *ver: x's version
+   tag at the time of the snapshot (where it can be read).
+   new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_dict_copy_ver(PyObject *x, uint64_t *ver)
+{
+#if FC_PY312_PLUS
+#  if FC_HAVE_DICT_VERSION
+    *ver = fc_dict_version(x);
+#  else
+    *ver = 0;
+#  endif
+    return PyDict_Copy(x);
+#else
+    if (((PyDictObject *)x)->ma_values != NULL) {
+        int was = PyGC_Disable();
+        *ver = fc_dict_version(x);
+        PyObject *y = PyDict_Copy(x);
+        if (was) {
+            PyGC_Enable();
+        }
+        return y;
+    }
+    for (;;) {
+        *ver = fc_dict_version(x);
+        PyObject *y = PyDict_Copy(x);
+        if (y == NULL || FC_LIKELY(fc_dict_version(x) == *ver)) {
+            return y;
+        }
+        /* x changed while y was made: y may not even be consistent.  Its
+           entries are all referenced (dealloc walks them, not ma_used). */
+        Py_DECREF(y);
+    }
+#endif
+}
+
 FC_INLINE PyObject *
 fc_dict_copy(PyObject *x)
 {
-#if FC_PY312_PLUS
-    return PyDict_Copy(x);
-#else
-    if (((PyDictObject *)x)->ma_values == NULL) {
-        return PyDict_Copy(x);    /* combined: the keys are cloned first */
-    }
-    int was = PyGC_Disable();
-    PyObject *y = PyDict_Copy(x);
-    if (was) {
-        PyGC_Enable();
-    }
-    return y;
-#endif
+    uint64_t ver;
+    return fc_dict_copy_ver(x, &ver);
 }
 
 /* The RecursionError text of the stdlib's own frames on this version. */

@@ -131,6 +131,26 @@ def test_shallow_list_copy_shrunk_in_its_allocation(fc):
     """)
 
 
+def test_shallow_dict_copy_changed_in_its_allocation(fc):
+    # CPython's dict.copy() clones the keys, allocates the copy (a collection can run
+    # there) and then reads the source's size: a finalizer that pops leaves an
+    # inconsistent dict.  fastcopy.copy copies again when the source's version moved.
+    _child(prefix=_BOMB, code="""
+    for t in (1, 2):
+        for _ in range(20):
+            src = {i: [i] for i in range(64)}
+            hold = [{} for _ in range(200)]         # no dict left on the free list
+            bomb(lambda: src.pop(0))
+            gc.set_threshold(t)
+            r = fastcopy.copy(src)
+            gc.set_threshold(700)
+            assert len(r) == len(list(r.items())) == len(r.keys()), (len(r), len(list(r)))
+            assert r == src or (len(r) == 64 and r == dict({0: [0]}, **{}) | src), len(r)
+            del hold
+    print("ok")
+    """)
+
+
 def test_plan_cache_churned_by_a_finalizer(fc):
     # a finalizer that copies instances of many classes evicts the plans an outer copy is
     # using (slot names of the evicted plan were read through the plan itself)

@@ -113,15 +113,6 @@ def model_deepcopy(x, pred, memo=None):
 # Seeded sources and mutating predicates
 # ---------------------------------------------------------------------------
 
-# walker: on 3.10 deepcopy.c fc_plain_state passes an instance's empty but existing
-# __dict__ as the state ({}), where object.__reduce_ex__(4) gives None: the empty dict is
-# then deep-copied (a share= predicate is called on it, a caller's memo gets an entry for
-# it).  The fuzz keeps instance dicts non-empty on 3.10 so that it still checks the rest;
-# test_walker_310_empty_instance_dict_is_no_state pins the bug.
-_WALKER_310_EMPTY_DICT = (
-    "walker: deepcopy.c fc_plain_state (3.10 branch) uses an existing empty instance "
-    "__dict__ as the state; object.__reduce_ex__(4) returns None for it on 3.10 too")
-_EMPTY_DICT_OK = sys.version_info >= (3, 11)
 
 _ATOMS = [0, 1, -7, 2 ** 70, 1.5, "s", "key", b"b", None, True, False]
 
@@ -170,7 +161,7 @@ def build_source(rng, size=25):
             made.append(o)
         else:
             o = Obj(**{"a%d" % i: make(depth + 1)
-                       for i in range(rng.randrange(0 if _EMPTY_DICT_OK else 1, 3))})
+                       for i in range(rng.randrange(0, 3))})
             made.append(o)
         return o
 
@@ -264,8 +255,6 @@ class MutatingPredicate:
             attrs = list(c.__dict__)
             if op < 3:
                 c.__dict__.clear()
-                if not _EMPTY_DICT_OK:
-                    setattr(c, "x%d" % self.made, fresh)
             elif op < 5 and attrs:
                 setattr(c, rng.choice(attrs), fresh)
             else:
@@ -412,9 +401,7 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("root", ["dict", "list"])
 @pytest.mark.parametrize("mutation", [
-    pytest.param(name, marks=pytest.mark.xfail(not _EMPTY_DICT_OK, strict=False,
-                                               reason=_WALKER_310_EMPTY_DICT))
-    if name == "obj-dict" else name for name in sorted(MUTATIONS)])
+    name for name in sorted(MUTATIONS)])
 def test_predicate_mutates_source(root, mutation):
     code = """
         import sys; sys.path.insert(0, 'tests')
@@ -542,11 +529,7 @@ def test_predicate_that_finds_the_result_list_through_gc():
     """, "4 True []")
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "walker: deepcopy.c fc_dispatch reads tp = Py_TYPE(x) and its kind before "
-    "fc_share_match and picks x's plan from that stale tp afterwards: a predicate that "
-    "assigns x.__class__ gets the old class's plan (FP_PLAIN) instead of the new class's "
-    "__reduce_ex__; re-read Py_TYPE(x) (and the kind) after the predicate returns"))
+# fixed: fc_dispatch re-reads x's type after the predicate
 def test_predicate_assigns_class():
     class A:
         def __init__(self):
@@ -572,7 +555,8 @@ def test_predicate_assigns_class():
             pred(a)
             out.append(copy.deepcopy(a))
         return out
-    assert run(lambda x, p: fastcopy.deepcopy(x, share=p)) == run(model) == ("B", {"v": [1], "w": 2})
+    # B's reduce value rebuilds B() and applies its own state: the old __dict__ is not copied
+    assert run(lambda x, p: fastcopy.deepcopy(x, share=p)) == run(model) == ("B", {"w": 2})
 
 
 # ---------------------------------------------------------------------------
@@ -773,19 +757,6 @@ def test_copy_deep_getitem_runs_once_and_shared_prefix_resolved_once():
 # Finalizers (3.10/3.11: any allocation may collect) that mutate the source
 # ---------------------------------------------------------------------------
 
-_WALKER_LIST_REASON = (
-    "walker: deepcopy.c fc_dispatch's FK_LIST path reads n = PyList_GET_SIZE(x) before "
-    "PyList_New(n) and then copies n items of x; a collection inside PyList_New (3.10/3.11) "
-    "whose finalizer clears x makes it copy freed items (issue 14, first example)")
-_WALKER_PREFILL_REASON = (
-    "walker: deepcopy.c fc_enter_dict_prefill uses PyDict_Copy(x); on 3.10/3.11 CPython's "
-    "PyDict_Copy clones x's keys, then allocates the new dict (a collection may run there), "
-    "then sets new->ma_used = x->ma_used: a finalizer that pops from x leaves a copy whose "
-    "ma_used disagrees with its table (iterating it raises 'dictionary keys changed during "
-    "iteration', len() is wrong).  Fix: compare x's version tag around PyDict_Copy and start "
-    "an ordinary (not prefilled) frame when it moved")
-
-
 _GC_SWEEP = """
 import gc, sys, fastcopy, copy
 sys.path.insert(0, 'tests')
@@ -888,8 +859,6 @@ def test_gc_finalizer_mutates_source_during_replicate_tape():
     _gc_sweep("[None, m.Leaf, (m.Obj, m.Leaf)]", strict=True)
 
 
-@pytest.mark.xfail(sys.version_info < (3, 12), strict=False,
-                   reason=_WALKER_LIST_REASON + "; and " + _WALKER_PREFILL_REASON)
 def test_gc_finalizer_mutates_source_during_replicate_walker():
     # a predicate: replicate is n deepcopy(x, share=pred) calls (the walker)
     # (the walker iterates the live source, as the stdlib does: a list cleared
@@ -897,8 +866,8 @@ def test_gc_finalizer_mutates_source_during_replicate_walker():
     _gc_sweep("[lambda o: False]", strict=False)
 
 
-@pytest.mark.xfail(sys.version_info < (3, 12), strict=False, reason=_WALKER_LIST_REASON)
 def test_walker_gc_in_list_allocation_after_predicate():
+    # fixed: the list path re-reads the size after PyList_New
     # the predicate leaves cyclic garbage whose finalizer clears the very list it
     # was asked about; the next allocation is the copy of that list
     _check_child("""
@@ -926,8 +895,8 @@ def test_walker_gc_in_list_allocation_after_predicate():
     """, "True")
 
 
-@pytest.mark.xfail(sys.version_info < (3, 12), strict=False, reason=_WALKER_PREFILL_REASON)
 def test_walker_gc_in_dict_prefill_after_predicate():
+    # fixed: fc_dict_copy copies again when x's version moved during PyDict_Copy
     _check_child("""
         import gc, fastcopy
         class Fin:
@@ -955,8 +924,8 @@ def test_walker_gc_in_dict_prefill_after_predicate():
     """, "True")
 
 
-@pytest.mark.xfail(not _EMPTY_DICT_OK, strict=False, reason=_WALKER_310_EMPTY_DICT)
 def test_walker_310_empty_instance_dict_is_no_state():
+    # fixed: an empty __dict__ is no state on 3.10 too
     def run(impl):
         a = Obj()
         a.x = 1
