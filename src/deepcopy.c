@@ -641,7 +641,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
         f->u.list.i++;
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(c->mt, item);
             if (v != NULL) {
                 if (PyList_Append(y, v) < 0) {
                     return -1;
@@ -793,9 +793,9 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return 1;
         }
         if (native) {
-            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
+            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(c->mt, v);
             if (cv != NULL) {
-                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(&c->native, k);
+                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(c->mt, k);
                 if (ck != NULL) {
                     if (!(f->prefill && cv == v)) {
                         Py_INCREF(ck);
@@ -872,7 +872,7 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     while (f->u.tuple.i < n) {
         PyObject *item = PyTuple_GET_ITEM(x, f->u.tuple.i);
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(c->mt, item);
             if (v != NULL) {
                 if (fc_tuple_put(f, Py_NewRef(v)) < 0) {
                     return -1;
@@ -1363,13 +1363,14 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
-        if (fc_memo_expose(c) < 0) {
+        if (fc_memo_show(c) < 0) {
             Py_DECREF(copier);
             return NULL;
         }
         PyObject *args[2] = {x, c->memo};
         y = PyObject_Vectorcall(copier, args, 2, NULL);
         Py_DECREF(copier);
+        fc_memo_hide(c);
         goto finish;
     }
     Py_CLEAR(copier);
@@ -1380,12 +1381,13 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
-        if (fc_memo_expose(c) < 0) {
+        if (fc_memo_show(c) < 0) {
             Py_DECREF(copier);
             return NULL;
         }
         y = PyObject_CallOneArg(copier, c->memo);
         Py_DECREF(copier);
+        fc_memo_hide(c);
         goto finish;
     }
     Py_CLEAR(copier);
@@ -1399,12 +1401,13 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
         return Py_NewRef(x);
     }
     if (!fc_rv_native(rv)) {
-        if (fc_memo_expose(c) < 0) {
+        if (fc_memo_show(c) < 0) {
             Py_DECREF(rv);
             return NULL;
         }
         y = fc_reconstruct_py(st, x, c->memo, rv);
         Py_DECREF(rv);
+        fc_memo_hide(c);
         goto finish;
     }
     /* this object's copy runs user code (its reduce, its func, maybe
@@ -1492,8 +1495,8 @@ fc_enter(FcCtx *c, PyObject *x)
             return Py_NewRef(x);
         }
         /* a frame that just looked x up and missed need not look again */
-        if (!fc_memo_missed(&c->native, x)
-            && (y = fc_memo_get(&c->native, x)) != NULL) {
+        if (!fc_memo_missed(c->mt, x)
+            && (y = fc_memo_get(c->mt, x)) != NULL) {
             return Py_NewRef(y);
         }
 #if FC_HAVE_DICT_VERSION
@@ -1614,7 +1617,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                 for (i = 0; i < n; i++) {
                     PyObject *item = PyTuple_GET_ITEM(x, i), *v = item;
                     if (!fc_deep_atomic(c, item)) {
-                        v = fc_memo_get(&c->native, item);
+                        v = fc_memo_get(c->mt, item);
                         if (v == NULL) {
                             break;
                         }
@@ -1636,7 +1639,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                         PyObject *item = PyTuple_GET_ITEM(x, i);
                         PyObject *v = i < 8 ? seen[i]
                                       : fc_deep_atomic(c, item) ? item
-                                      : fc_memo_get(&c->native, item);
+                                      : fc_memo_get(c->mt, item);
                         PyTuple_SET_ITEM(y, i, Py_NewRef(v));
                     }
                     if (fc_untrack(c, y) < 0 || fc_memo_finish(c, x, y) < 0) {
@@ -1837,6 +1840,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->memo = NULL;
     c->memo_id = NULL;
     fc_memo_init(&c->native);
+    c->mt = &c->native;
+    c->shown = 0;
+    c->shown_next = NULL;
 #ifndef Py_GIL_DISABLED
     c->native.spare = &st->spare;
 #endif
@@ -1857,6 +1863,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
 FC_INLINE void
 fc_ctx_fini(FcCtx *c)
 {
+    fc_memo_hide(c);   /* an error between showing and hiding */
     /* before anything is released: nothing may stay hidden from the GC */
     fc_retrack_all(c);
     /* every entry point ran fc_defer_end() already */
@@ -1887,13 +1894,27 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
     fc_ctx_init(&c, st);
     c.share = share;
     PyObject *y = NULL;
+    FcMemo *lent = NULL;
     if (memo != NULL && memo != Py_None) {
-        c.memo = Py_NewRef(memo);
-        c.mode = PyDict_CheckExact(memo) ? FC_MEMO_DICT : FC_MEMO_MAPPING;
-        int r = fc_memo_lookup_py(&c, x, nil != NULL ? nil : st->nil, &y);
-        if (r != 0) {
-            fc_ctx_fini(&c);
-            return r > 0 ? y : NULL;
+        if (st->shown != NULL && (nil == NULL || nil == st->nil)
+            && (lent = fc_memo_borrow(st, memo)) != NULL) {
+            /* a hook's deepcopy(y, memo) with the memo it was shown: go on
+               with its call's native table (memo.c, "Showing the memo") */
+            c.mt = lent;
+            PyObject *v = fc_memo_get(lent, x);
+            if (v != NULL) {
+                fc_ctx_fini(&c);
+                return Py_NewRef(v);
+            }
+        }
+        else {
+            c.memo = Py_NewRef(memo);
+            c.mode = PyDict_CheckExact(memo) ? FC_MEMO_DICT : FC_MEMO_MAPPING;
+            int r = fc_memo_lookup_py(&c, x, nil != NULL ? nil : st->nil, &y);
+            if (r != 0) {
+                fc_ctx_fini(&c);
+                return r > 0 ? y : NULL;
+            }
         }
     }
     else {
@@ -1908,8 +1929,12 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
         return NULL;
     }
     /* with a caller's memo the lookup above was deepcopy()'s own */
-    y = c.mode == FC_MEMO_NATIVE ? fc_walk(&c, x) : fc_walk_looked_up(&c, x);
+    y = (c.mode == FC_MEMO_NATIVE && lent == NULL) ? fc_walk(&c, x)
+                                                   : fc_walk_looked_up(&c, x);
     y = fc_defer_end(&c, y);
+    if (lent != NULL && c.mode == FC_MEMO_NATIVE && fc_memo_return(&c) < 0) {
+        Py_CLEAR(y);
+    }
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
     return y;

@@ -395,6 +395,8 @@ typedef struct {
 
     FcPlan plans[FC_PLAN_SLOTS];
     FcSpare spare;                 /* the last call's heap buffers (memo.c) */
+    struct FcCtx *shown;           /* calls whose memo a hook sees right now,
+                                      innermost first (memo.c; GIL builds) */
 } FcState;
 
 /* ------------------------------------------------------------------ */
@@ -421,6 +423,13 @@ typedef struct {
     size_t miss_slot;             /*   and the free slot it would take; both */
                                   /*   forgotten by the next insertion */
     FcSpare *spare;               /* where heap tables come from and go; or NULL */
+    /* the dict hooks are shown (memo.c, "Showing the memo"): */
+    PyObject *mirror;             /* strong, or NULL: none made yet */
+    PyObject *mirror_keep;        /* its keep-alive list, strong, or NULL */
+    Py_ssize_t mir_n, mir_keep;   /* entries / keep-alives copied into it */
+    uint64_t mir_ver;             /* its version tag after our last write */
+    int dict_truth;               /* a hook changed or kept it: from now on
+                                     the dict is the memo (every call on it) */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;
@@ -465,12 +474,18 @@ typedef struct {
     uintptr_t stream;                  /* CUstream when dev >= 0 */
 } FcCopyOp;
 
-typedef struct {
+typedef struct FcCtx {
     FcState *st;
     int mode;                 /* FC_MEMO_* */
     PyObject *memo;           /* dict or mapping when mode != NATIVE, strong */
     PyObject *memo_id;        /* id(memo), lazily */
     FcMemo native;
+    FcMemo *mt;               /* the native memo in use: &native, or the one
+                                 of the call whose hook called us (memo.c) */
+    struct FcCtx *shown_next; /* FcState.shown list, while shown */
+    Py_ssize_t shown_refs;    /* the dict's refcount when shown */
+    Py_ssize_t shown_keep_refs;
+    int shown;                /* a hook sees the memo now */
     FcFrame *frames;
     Py_ssize_t nframes, capframes;
     PyObject *share;          /* share= type/tuple/predicate or NULL */

@@ -123,6 +123,11 @@ fc_memo_init(FcMemo *m)
     m->miss = NULL;
     m->miss_slot = 0;
     m->spare = NULL;
+    m->mirror = NULL;
+    m->mirror_keep = NULL;
+    m->mir_n = m->mir_keep = 0;
+    m->mir_ver = 0;
+    m->dict_truth = 0;
 }
 
 static void
@@ -146,6 +151,8 @@ fc_memo_clear(FcMemo *m)
     if (m->keep != m->small_keep) {
         fc_spare_give(sp, FC_SPARE_KEEP, m->keep, sizeof(PyObject *) * (size_t)m->capkeep);
     }
+    Py_CLEAR(m->mirror);
+    Py_CLEAR(m->mirror_keep);
     fc_memo_init(m);
     m->spare = sp;
 }
@@ -454,7 +461,7 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
     }
     if (c->gc_grace == 0) {
         /* the grace just ran out: hide the containers made during it */
-        FcMemo *m = &c->native;
+        FcMemo *m = c->mt;
         c->gc_grace = -1;
         uint32_t ok = c->st->deep_ok;
         for (Py_ssize_t i = 0; i < m->n; i++) {
@@ -502,63 +509,226 @@ fc_retrack_all(FcCtx *c)
     c->nuntracked = c->capuntracked = 0;
 }
 
+/*
+ * Showing the memo
+ * ----------------
+ * A hook that is handed the memo (__deepcopy__, a registered copier, the
+ * stdlib's _reconstruct) must find a real dict holding exactly what the
+ * stdlib's memo would hold, keep-alive list included.  The call keeps one
+ * such dict, the *mirror*, for its whole life, and brings it up to date
+ * only when it is shown: the entries and keep-alive originals added since
+ * the last showing are appended, in the order the stdlib would have added
+ * them (fc_memo_sync).  Between showings the native table stays the truth
+ * and the mirror lags behind it; no Python code can reach the mirror then,
+ * which is what the check after the hook proves:
+ *
+ *   - its version tag is the one our last write left (the hook added,
+ *     changed or deleted nothing), and
+ *   - its reference count, and its keep-alive list's, are back to what
+ *     they were when it was shown (the hook kept no reference).
+ *
+ * Then the call goes on natively (fc_memo_hide).  Otherwise the dict is the
+ * memo from then on, as for a caller's memo: FC_MEMO_DICT, every lookup and
+ * store through it, and it already holds everything.  A hook may also
+ * append to or edit the keep-alive list in place: later originals are
+ * appended to that same list, as the stdlib's _keep_alive would.
+ *
+ * A hook that calls deepcopy(y, memo) with the mirror it was given (the
+ * copy.deepcopy(self.__dict__, memo) idiom, with fastcopy patched in) gets
+ * a nested call that works on the *same* native table (FcCtx.mt), after
+ * checking that the mirror is unchanged since it was shown; the nested
+ * call brings the mirror up to date before it returns, since the hook
+ * goes on and may read it (fc_memo_borrow / fc_memo_return).
+ *
+ * Free-threaded builds never leave a shown memo: a reference count says
+ * nothing there about who can reach the dict.
+ */
+
+/* The mirror holds every entry and keep-alive original of the native memo,
+   in the stdlib's order.  0 | -1+exc */
 static int
-fc_memo_expose(FcCtx *c)
+fc_memo_sync(FcMemo *m)
 {
-    if (c->mode != FC_MEMO_NATIVE) {
-        return 0;
-    }
-    fc_retrack_all(c);
-    if (fc_demote_all(c) < 0) {
-        return -1;
-    }
-    FcMemo *m = &c->native;
-    PyObject *d = PyDict_New();
-    PyObject *keep = NULL;
+    PyObject *d = m->mirror;
     if (d == NULL) {
-        return -1;
-    }
-    PyObject *did = PyLong_FromVoidPtr(d);
-    if (did == NULL) {
-        goto error;
-    }
-    if (m->keep_pos >= 0) {
-        keep = PyList_New(m->nkeep);
-        if (keep == NULL) {
-            goto error;
-        }
-        for (Py_ssize_t i = 0; i < m->nkeep; i++) {
-            PyList_SET_ITEM(keep, i, Py_NewRef(m->keep[i]));
+        d = m->mirror = PyDict_New();
+        if (d == NULL) {
+            return -1;
         }
     }
-    for (Py_ssize_t i = 0; i <= m->n; i++) {
-        if (i == m->keep_pos && PyDict_SetItem(d, did, keep) < 0) {
-            goto error;
+    for (Py_ssize_t i = m->mir_n; i <= m->n; i++) {
+        if (i == m->keep_pos && m->mirror_keep == NULL) {
+            /* memo[id(memo)] = [x]: created at the first _keep_alive, which
+               came after m->keep_pos entries */
+            PyObject *did = PyLong_FromVoidPtr(d);
+            PyObject *keep = did ? PyList_New(0) : NULL;
+            if (keep == NULL || PyDict_SetItem(d, did, keep) < 0) {
+                Py_XDECREF(did);
+                Py_XDECREF(keep);
+                return -1;
+            }
+            Py_DECREF(did);
+            m->mirror_keep = keep;
+            m->mir_keep = 0;
         }
         if (i == m->n) {
             break;
         }
         PyObject *k = PyLong_FromVoidPtr(m->entries[i].key);
         if (k == NULL) {
-            goto error;
+            return -1;
         }
         int r = PyDict_SetItem(d, k, m->entries[i].value);
         Py_DECREF(k);
         if (r < 0) {
-            goto error;
+            return -1;
+        }
+        m->mir_n = i + 1;
+    }
+    for (Py_ssize_t i = m->mir_keep; i < m->nkeep; i++) {
+        if (PyList_Append(m->mirror_keep, m->keep[i]) < 0) {
+            return -1;
+        }
+        m->mir_keep = i + 1;
+    }
+    m->mir_ver = fc_dict_version(d);
+    return 0;
+}
+
+/* From now on the mirror is the memo: c->memo, FC_MEMO_DICT.  The native
+   table goes (the mirror holds all of it). */
+static void
+fc_memo_to_dict(FcCtx *c)
+{
+    FcMemo *m = c->mt;
+    if (c->memo == NULL) {
+        c->memo = Py_NewRef(m->mirror);
+    }
+    c->mode = FC_MEMO_DICT;
+    fc_memo_clear(m);
+    m->dict_truth = 1;
+}
+
+/* About to hand c->memo to a hook: make it the stdlib's dict of this
+   moment.  Pair with fc_memo_hide() once the hook has returned.
+   0 | -1+exc */
+static int
+fc_memo_show(FcCtx *c)
+{
+    if (c->mode != FC_MEMO_NATIVE) {
+        return 0;
+    }
+    fc_retrack_all(c);
+    if (fc_demote_all(c) < 0 || fc_memo_sync(c->mt) < 0) {
+        return -1;
+    }
+    FcMemo *m = c->mt;
+    c->memo = Py_NewRef(m->mirror);
+    Py_CLEAR(c->memo_id);
+#ifdef Py_GIL_DISABLED
+    fc_memo_to_dict(c);
+#else
+    c->shown = 1;
+    c->shown_refs = Py_REFCNT(m->mirror);
+    c->shown_keep_refs = m->mirror_keep ? Py_REFCNT(m->mirror_keep) : 0;
+    c->shown_next = c->st->shown;
+    c->st->shown = c;
+#endif
+    return 0;
+}
+
+/* The hook has returned (or raised: no exception is touched here).  Back
+   to the native table if nobody changed or kept the mirror, else the
+   mirror is the memo from now on. */
+static void
+fc_memo_hide(FcCtx *c)
+{
+    if (!c->shown) {
+        return;
+    }
+    c->shown = 0;
+    FcCtx **pp = &c->st->shown;
+    while (*pp != NULL && *pp != c) {
+        pp = &(*pp)->shown_next;
+    }
+    if (*pp == c) {
+        *pp = c->shown_next;
+    }
+    c->shown_next = NULL;
+    if (c->mode != FC_MEMO_NATIVE) {
+        return;
+    }
+    FcMemo *m = c->mt;
+    if (!m->dict_truth && m->mirror == c->memo
+        && fc_dict_version(m->mirror) == m->mir_ver
+        && Py_REFCNT(m->mirror) == c->shown_refs
+        && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == c->shown_keep_refs)) {
+        Py_CLEAR(c->memo);
+        return;
+    }
+    fc_memo_to_dict(c);
+}
+
+/* Show the memo for good (a caller that writes keys of its own into it).
+   0 | -1+exc */
+static int
+fc_memo_expose(FcCtx *c)
+{
+    if (c->mode != FC_MEMO_NATIVE) {
+        return 0;
+    }
+    if (fc_memo_show(c) < 0) {
+        return -1;
+    }
+    fc_memo_hide(c);
+    if (c->mode == FC_MEMO_NATIVE) {
+        fc_memo_to_dict(c);
+    }
+    return 0;
+}
+
+/* deepcopy(x, memo) from a hook that was shown `memo` by a call still
+   running on this thread, with the mirror untouched since: that call's
+   native table, to be used by the nested call (c->mt).  NULL otherwise. */
+static FcMemo *
+fc_memo_borrow(FcState *st, PyObject *memo)
+{
+    for (FcCtx *o = st->shown; o != NULL; o = o->shown_next) {
+        FcMemo *m = o->mt;
+        if (m->mirror == memo) {
+            if (o->mode == FC_MEMO_NATIVE && !m->dict_truth
+                && fc_dict_version(memo) == m->mir_ver) {
+                return m;
+            }
+            return NULL;
         }
     }
-    Py_XDECREF(keep);
-    fc_memo_clear(m);
-    c->memo = d;
-    c->memo_id = did;
-    c->mode = FC_MEMO_DICT;
-    return 0;
-error:
-    Py_XDECREF(did);
-    Py_XDECREF(keep);
-    Py_DECREF(d);
-    return -1;
+    return NULL;
+}
+
+/* The nested call on a borrowed table ends: the hook that called it goes on
+   and may read the mirror.  Keeps a pending exception.  0 | -1+exc */
+static int
+fc_memo_return(FcCtx *c)
+{
+    FcMemo *m = c->mt;
+    if (m->dict_truth) {
+        return 0;
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int r = fc_memo_sync(m);
+    if (r < 0) {
+        /* the mirror misses entries: the callers must not trust it */
+        m->dict_truth = 1;
+    }
+    if (et != NULL) {
+        if (r < 0) {
+            PyErr_Clear();
+        }
+        PyErr_Restore(et, ev, tb);
+    }
+    return r;
 }
 
 /* memo.get(id(x), nil).  1 hit (*res new ref) | 0 miss | -1+exc */
@@ -602,7 +772,7 @@ FC_INLINE int
 fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        PyObject *v = fc_memo_get(&c->native, x);
+        PyObject *v = fc_memo_get(c->mt, x);
         if (v != NULL) {
             *res = Py_NewRef(v);
             return 1;
@@ -631,7 +801,7 @@ FC_INLINE int
 fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        return fc_memo_set(&c->native, x, y);
+        return fc_memo_set(c->mt, x, y);
     }
     return fc_memo_store_py(c, x, y);
 }
@@ -644,7 +814,7 @@ static int
 fc_memo_keep_alive(FcCtx *c, PyObject *x)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        return fc_memo_keep(&c->native, x);
+        return fc_memo_keep(c->mt, x);
     }
     PyObject *mid = fc_ctx_memo_id(c);
     if (mid == NULL) {
@@ -708,7 +878,7 @@ static int
 fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        PyObject *v = fc_memo_get(&c->native, x);
+        PyObject *v = fc_memo_get(c->mt, x);
         *res = v ? Py_NewRef(v) : NULL;
         return v != NULL;
     }
@@ -769,8 +939,8 @@ FC_INLINE int
 fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE) && y != x) {
-        FC_ASSERT(fc_memo_get(&c->native, x) == y);
-        return fc_memo_keep(&c->native, x);
+        FC_ASSERT(fc_memo_get(c->mt, x) == y);
+        return fc_memo_keep(c->mt, x);
     }
     return fc_memo_finish(c, x, y);
 }

@@ -1,0 +1,306 @@
+"""The memo a hook is shown: a real dict holding exactly what the stdlib's memo holds at that
+moment, whatever the hook does with it -- and, behind it, a walker that goes back to its native
+table when the hook left the dict alone (memo.c, "Showing the memo").
+
+Every test runs both implementations (shape.assert_equivalent) and compares, besides the result,
+a picture of the memo taken *inside* each hook (shape.memo_picture: keys, values and the
+keep-alive list, labelled relative to the source and the result).
+"""
+import copy
+import gc
+
+import pytest
+
+import shape
+from shape import Case, assert_equivalent
+
+
+class Peek:
+    """__deepcopy__ that records the memo it is shown and returns self (no memo entry)."""
+
+    def __init__(self, log, src, tag):
+        self.log, self.src, self.tag = log, src, tag
+
+    def __deepcopy__(self, memo):
+        self.log.append((self.tag, len(memo), shape.memo_picture(memo, source=self.src)))
+        return self
+
+
+class Idiom:
+    """The memo idiom: memo[id(self)] = new before copying the children."""
+
+    def __init__(self, log, child):
+        self.log, self.child = log, child
+
+    def __deepcopy__(self, memo):
+        new = Idiom.__new__(Idiom)
+        memo[id(self)] = new
+        self.log.append(("idiom", len(memo)))
+        new.log = self.log
+        new.child = _IMPL[0].deepcopy(self.child, memo)
+        return new
+
+
+class Nested:
+    """copy.deepcopy(self.__dict__, memo) inside __deepcopy__ (pydantic's shape)."""
+
+    def __init__(self, log, **kw):
+        self.__dict__.update(kw)
+        self._log = log
+
+    def __deepcopy__(self, memo):
+        new = Nested.__new__(Nested)
+        log = self.__dict__.pop("_log")
+        try:
+            d = _IMPL[0].deepcopy(self.__dict__, memo)
+        finally:
+            self._log = log
+        log.append(("nested", len(memo)))
+        new.__dict__.update(d)
+        new._log = log
+        return new
+
+
+class Keeper:
+    """Keeps the memo it was shown; a later Peek reads it through its own argument."""
+
+    kept = []
+
+    def __deepcopy__(self, memo):
+        Keeper.kept.append(memo)
+        return self
+
+
+class KeepAliveEditor:
+    def __deepcopy__(self, memo):
+        lst = memo.setdefault(id(memo), [])
+        lst.append("edited")
+        return self
+
+
+class Deleter:
+    def __init__(self, victim):
+        self.victim = victim
+
+    def __deepcopy__(self, memo):
+        memo.pop(id(self.victim), None)
+        return self
+
+
+_IMPL = [copy]
+
+
+def _scenario(build):
+    def scenario(impl):
+        _IMPL[0] = impl
+        log = []
+        src = build(log)
+        return Case(src, lambda: impl.deepcopy(src), log=log)
+    return scenario
+
+
+def _check(build):
+    try:
+        std = assert_equivalent(_scenario(build))
+    finally:
+        _IMPL[0] = copy
+        del Keeper.kept[:]
+    return std
+
+
+def test_untouched_memo_is_current_at_every_hook():
+    def build(log):
+        shared = [1, [2]]
+        src = []
+        src.extend([{"a": shared}, Peek(log, src, 1), [shared, (shared,)], {"b": [3]},
+                    Peek(log, src, 2), [[4], shared], Peek(log, src, 3)])
+        return src
+    std = _check(build)
+    assert [t for t, _, _ in std["log"]] == [1, 2, 3]
+
+
+def test_many_hooks_between_native_stretches():
+    def build(log):
+        src = []
+        for i in range(60):
+            src.append({"i": [i], "t": ([i],)})
+            if i % 7 == 0:
+                src.append(Peek(log, src, i))
+        return src
+    _check(build)
+
+
+def test_memo_idiom_then_native_again():
+    def build(log):
+        src = []
+        src.extend([[1], Idiom(log, [2, [3]]), Peek(log, src, "after"), {"k": [4]},
+                    Idiom(log, {"x": [5]}), Peek(log, src, "end")])
+        return src
+    _check(build)
+
+
+def test_nested_deepcopy_with_the_memo_it_was_shown():
+    def build(log):
+        shared = [0]
+        inner = Nested(log, a=[1], s=shared)
+        src = []
+        src.extend([shared, inner, Nested(log, b=[2], s=shared, inner=inner),
+                    Peek(log, src, "after"), [shared, inner]])
+        return src
+    _check(build)
+
+
+def test_nested_calls_three_deep():
+    def build(log):
+        leaf = Nested(log, x=[1])
+        mid = Nested(log, leaf=leaf, p=Peek(log, None, "deep"))
+        top = Nested(log, mid=mid, y=[2])
+        src = []
+        src.extend([top, Peek(log, src, "after"), leaf, mid])
+        return src
+    _check(build)
+
+
+def test_hook_keeps_the_memo():
+    def build(log):
+        src = []
+        src.extend([[1], Keeper(), {"a": [2]}, Peek(log, src, "after keeper"), [3]])
+        return src
+    _check(build)
+
+
+def test_hook_edits_the_keep_alive_list():
+    def build(log):
+        src = []
+        src.extend([[1], KeepAliveEditor(), [2], Peek(log, src, "after"), ([3],)])
+        return src
+    _check(build)
+
+
+def test_hook_deletes_an_entry():
+    def build(log):
+        victim = [9]
+        src = []
+        src.extend([victim, Deleter(victim), Peek(log, src, "after"), victim])
+        return src
+    _check(build)
+
+
+class Raises:
+    def __deepcopy__(self, memo):
+        raise ValueError("no")
+
+
+class NestedRaises:
+    def __init__(self):
+        self.a = [1]
+        self.b = Raises()
+
+    def __deepcopy__(self, memo):
+        return _IMPL[0].deepcopy(self.__dict__, memo)
+
+
+def test_nested_call_raises():
+    def scenario(impl):
+        _IMPL[0] = impl
+        src = [[0], NestedRaises()]
+        memo = {}
+        return Case(src, lambda: impl.deepcopy(src, memo), memo=memo)
+    try:
+        std = assert_equivalent(scenario)
+    finally:
+        _IMPL[0] = copy
+    assert std["outcome"][0] == "raise"
+
+
+class CatchNested:
+    """A hook whose nested copy fails and is caught: the memo keeps what was stored."""
+
+    def __init__(self, log, src):
+        self.log, self.src = log, src
+
+    def __deepcopy__(self, memo):
+        try:
+            _IMPL[0].deepcopy([[5], Raises()], memo)
+        except ValueError:
+            pass
+        self.log.append(shape.memo_picture(memo, source=self.src))
+        return self
+
+
+def test_nested_call_raises_and_is_caught():
+    def build(log):
+        src = []
+        src.extend([[1], CatchNested(log, src), [2], Peek(log, src, "after")])
+        return src
+    _check(build)
+
+
+def test_patched_deepcopy_inside_hooks(fc):
+    def build(log):
+        shared = [0]
+        src = []
+        src.extend([Nested(log, a=[1], s=shared), shared, Peek(log, src, "p")])
+        return src
+    with fc.patched():
+        # the hooks call copy.deepcopy, which is fastcopy's now: both sides run fastcopy's
+        # code for the nested calls, and the stdlib's outer walk is the reference
+        std = assert_equivalent(_scenario(build))
+    assert std["outcome"][0] == "ok"
+
+
+def test_shown_memo_is_not_left_behind(fc):
+    # the mirror of a finished call is garbage at once (no final fill, no leak)
+    import sys
+
+    class Same:
+        def __deepcopy__(self, memo):
+            return self
+    src = [[1], Same(), {"a": [2]}]
+    for _ in range(50):
+        fc.deepcopy(src)
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(200):
+        fc.deepcopy(src)
+    gc.collect()
+    assert len(gc.get_objects()) - before < 50
+    if hasattr(sys, "gettotalrefcount"):
+        t0 = sys.gettotalrefcount()
+        for _ in range(100):
+            fc.deepcopy(src)
+        assert sys.gettotalrefcount() - t0 < 100
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_hook_mixes(seed):
+    import random
+    rng = random.Random(seed)
+    kinds = ["peek", "idiom", "nested", "keeper", "keepalive", "deleter", "list", "dict",
+             "tuple"]
+    picks = [rng.choice(kinds) for _ in range(rng.randrange(3, 25))]
+
+    def build(log):
+        src = []
+        shared = [[-1]]
+        for i, k in enumerate(picks):
+            if k == "peek":
+                src.append(Peek(log, src, i))
+            elif k == "idiom":
+                src.append(Idiom(log, [i, shared]))
+            elif k == "nested":
+                src.append(Nested(log, v=[i], s=shared))
+            elif k == "keeper":
+                src.append(Keeper())
+            elif k == "keepalive":
+                src.append(KeepAliveEditor())
+            elif k == "deleter":
+                src.append(Deleter(shared))
+            elif k == "list":
+                src.append([i, shared])
+            elif k == "dict":
+                src.append({"i": [i], "s": shared})
+            else:
+                src.append((i, shared))
+        return src
+    _check(build)
