@@ -41,9 +41,11 @@ if _sys.version_info >= (3, 13):
 # becomes a one-line trampoline into fastcopy.  copy.deepcopy stays the same
 # object (same __module__, __name__, __defaults__, signature), so code that
 # did `from copy import deepcopy` before patch(), and the stdlib's internal
-# `deepcopy=deepcopy` default arguments, reach fastcopy too.  The cost is
-# one Python frame per top-level call; call fastcopy.deepcopy directly to
-# avoid it.  unpatch() restores the original code objects exactly.
+# `deepcopy=deepcopy` default arguments, reach fastcopy too.  On 3.10/3.11
+# the cost is one Python frame per top-level call; on 3.12+ the functions'
+# vectorcall goes straight into C as well (src/module.c), so a patched
+# call costs about what fastcopy.deepcopy does.  unpatch() restores the
+# original vectorcall and code objects exactly.
 # --------------------------------------------------------------------------
 
 _STD_DEEPCOPY = _copy.deepcopy
@@ -93,6 +95,8 @@ def patch():
     setattr(_copy, _G_COPY, copy)
     _STD_DEEPCOPY.__code__ = _TRAMP_DEEPCOPY
     _STD_COPY.__code__ = _TRAMP_COPY
+    # 3.12+: calls skip the trampoline's frame (module.c, "patch()")
+    _fastcopy._patch_vectorcall(_STD_DEEPCOPY, _STD_COPY, True)
     _patched = True
 
 
@@ -101,6 +105,7 @@ def unpatch():
     global _patched
     if not _patched:
         return
+    _fastcopy._patch_vectorcall(_STD_DEEPCOPY, _STD_COPY, False)
     _STD_DEEPCOPY.__code__ = _STD_DEEPCOPY_CODE
     _STD_COPY.__code__ = _STD_COPY_CODE
     for name in (_G_DEEP, _G_COPY):

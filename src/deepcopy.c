@@ -513,15 +513,12 @@ fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args)
 /* User code just returned (a hook, a reductor, __setstate__, an
    iterator's __next__, a __setitem__).  The stdlib's next lookup in
    copy._deepcopy_dispatch or copyreg.dispatch_table sees whatever it
-   changed there, within the same copy; so must ours.  The walker re-syncs
-   (fc_sync: a watcher counter on 3.12+, five version tags before) at its
-   next step, before any native decision -- once, however many calls a
-   frame made.  Always 0 (an int, so call sites read like the others). */
+   changed there, within the same copy; so must ours: fc_sync, a watcher
+   counter on 3.12+, five version tags before.  0 | -1+exc */
 FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
-    c->tables_stale = 1;
-    return 0;
+    return fc_sync(c->st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -641,7 +638,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
         f->u.list.i++;
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(c->mt, item);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
             if (v != NULL) {
                 if (PyList_Append(y, v) < 0) {
                     return -1;
@@ -793,9 +790,9 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return 1;
         }
         if (native) {
-            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(c->mt, v);
+            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
             if (cv != NULL) {
-                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(c->mt, k);
+                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(&c->native, k);
                 if (ck != NULL) {
                     if (!(f->prefill && cv == v)) {
                         Py_INCREF(ck);
@@ -872,7 +869,7 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     while (f->u.tuple.i < n) {
         PyObject *item = PyTuple_GET_ITEM(x, f->u.tuple.i);
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(c->mt, item);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
             if (v != NULL) {
                 if (fc_tuple_put(f, Py_NewRef(v)) < 0) {
                     return -1;
@@ -1344,14 +1341,11 @@ fc_deep_odict(FcCtx *c, PyObject *x)
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
-fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
+fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *copier = NULL, *y = NULL;
-
-    /* every step below may run user code (hooks, getattr, reductors) */
-    (void)fc_after_user_code(c);
 
     /* a copier, hook or reduce runs: results recorded so far must be
        complete (defer.c) */
@@ -1434,6 +1428,22 @@ finish:
     return fc_memo_done(c, x, y);
 }
 
+/* fc_deep_generic_road, whose every step may run user code (hooks,
+   getattr, reductors): the rest of the copy sees what it changed in the
+   stdlib's tables.  new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
+{
+    PyObject *res = fc_deep_generic_road(c, x, gflags);
+    if (res != NULL && fc_after_user_code(c) < 0) {
+        if (res != FC_PUSHED) {
+            Py_DECREF(res);
+        }
+        return NULL;
+    }
+    return res;
+}
+
 /* Is x to be shared rather than copied (deepcopy(share=...))?
    1 | 0 | -1+exc */
 static int fc_share_match(FcCtx *c, PyObject *x);
@@ -1495,8 +1505,8 @@ fc_enter(FcCtx *c, PyObject *x)
             return Py_NewRef(x);
         }
         /* a frame that just looked x up and missed need not look again */
-        if (!fc_memo_missed(c->mt, x)
-            && (y = fc_memo_get(c->mt, x)) != NULL) {
+        if (!fc_memo_missed(&c->native, x)
+            && (y = fc_memo_get(&c->native, x)) != NULL) {
             return Py_NewRef(y);
         }
 #if FC_HAVE_DICT_VERSION
@@ -1542,11 +1552,10 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         }
         /* the predicate is user code: x.__class__ may have been assigned,
            and the stdlib's tables edited */
-        if (FC_UNLIKELY(Py_TYPE(x) != tp) || c->tables_stale) {
-            c->tables_stale = 0;
-            if (fc_sync(st) < 0) {
-                return NULL;
-            }
+        if (fc_sync(st) < 0) {
+            return NULL;
+        }
+        if (FC_UNLIKELY(Py_TYPE(x) != tp)) {
             tp = Py_TYPE(x);
             k = fc_kind(tp);
             bit = FK_BIT(k) & st->deep_ok;
@@ -1617,7 +1626,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                 for (i = 0; i < n; i++) {
                     PyObject *item = PyTuple_GET_ITEM(x, i), *v = item;
                     if (!fc_deep_atomic(c, item)) {
-                        v = fc_memo_get(c->mt, item);
+                        v = fc_memo_get(&c->native, item);
                         if (v == NULL) {
                             break;
                         }
@@ -1639,7 +1648,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
                         PyObject *item = PyTuple_GET_ITEM(x, i);
                         PyObject *v = i < 8 ? seen[i]
                                       : fc_deep_atomic(c, item) ? item
-                                      : fc_memo_get(c->mt, item);
+                                      : fc_memo_get(&c->native, item);
                         PyTuple_SET_ITEM(y, i, Py_NewRef(v));
                     }
                     if (fc_untrack(c, y) < 0 || fc_memo_finish(c, x, y) < 0) {
@@ -1749,15 +1758,6 @@ fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res)
         if (res == NULL) {
             goto error;
         }
-        if (FC_UNLIKELY(c->tables_stale)) {
-            c->tables_stale = 0;
-            if (fc_sync(c->st) < 0) {
-                if (res != FC_PUSHED) {
-                    Py_DECREF(res);
-                }
-                goto error;
-            }
-        }
         PyObject *give = NULL;
         if (res != FC_PUSHED) {
             if (c->nframes == base) {
@@ -1840,7 +1840,8 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->memo = NULL;
     c->memo_id = NULL;
     fc_memo_init(&c->native);
-    c->mt = &c->native;
+    c->lender = NULL;
+    c->lent = 0;
     c->shown = 0;
     c->shown_next = NULL;
 #ifndef Py_GIL_DISABLED
@@ -1857,13 +1858,13 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->torch_ambient = 0;
     c->gc_grace = FC_GC_GRACE;
-    c->tables_stale = 0;
 }
 
 FC_INLINE void
 fc_ctx_fini(FcCtx *c)
 {
     fc_memo_hide(c);   /* an error between showing and hiding */
+    (void)fc_memo_return(c);   /* a borrowed table goes back (early exits) */
     /* before anything is released: nothing may stay hidden from the GC */
     fc_retrack_all(c);
     /* every entry point ran fc_defer_end() already */
@@ -1894,17 +1895,18 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
     fc_ctx_init(&c, st);
     c.share = share;
     PyObject *y = NULL;
-    FcMemo *lent = NULL;
+    FcCtx *lender = NULL;
     if (memo != NULL && memo != Py_None) {
         if (st->shown != NULL && (nil == NULL || nil == st->nil)
-            && (lent = fc_memo_borrow(st, memo)) != NULL) {
+            && (lender = fc_memo_borrow(st, memo)) != NULL) {
             /* a hook's deepcopy(y, memo) with the memo it was shown: go on
                with its call's native table (memo.c, "Showing the memo") */
-            c.mt = lent;
-            PyObject *v = fc_memo_get(lent, x);
+            fc_memo_take(&c, lender);
+            PyObject *v = fc_memo_get(&c.native, x);
             if (v != NULL) {
+                v = Py_NewRef(v);
                 fc_ctx_fini(&c);
-                return Py_NewRef(v);
+                return v;
             }
         }
         else {
@@ -1929,10 +1931,10 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
         return NULL;
     }
     /* with a caller's memo the lookup above was deepcopy()'s own */
-    y = (c.mode == FC_MEMO_NATIVE && lent == NULL) ? fc_walk(&c, x)
-                                                   : fc_walk_looked_up(&c, x);
+    y = (c.mode == FC_MEMO_NATIVE && lender == NULL) ? fc_walk(&c, x)
+                                                     : fc_walk_looked_up(&c, x);
     y = fc_defer_end(&c, y);
-    if (lent != NULL && c.mode == FC_MEMO_NATIVE && fc_memo_return(&c) < 0) {
+    if (fc_memo_return(&c) < 0) {
         Py_CLEAR(y);
     }
     Py_LeaveRecursiveCall();

@@ -480,8 +480,9 @@ typedef struct FcCtx {
     PyObject *memo;           /* dict or mapping when mode != NATIVE, strong */
     PyObject *memo_id;        /* id(memo), lazily */
     FcMemo native;
-    FcMemo *mt;               /* the native memo in use: &native, or the one
-                                 of the call whose hook called us (memo.c) */
+    struct FcCtx *lender;     /* the call whose native memo we hold, moved
+                                 into `native` until we return (memo.c) */
+    int lent;                 /* our native memo is with a nested call */
     struct FcCtx *shown_next; /* FcState.shown list, while shown */
     Py_ssize_t shown_refs;    /* the dict's refcount when shown */
     Py_ssize_t shown_keep_refs;
@@ -498,8 +499,6 @@ typedef struct FcCtx {
                                  user code: 0 no, 1 modes, 2 modes and storages */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
-    int tables_stale;         /* a hook ran: re-sync the stdlib's tables
-                                 before the walker's next step (deepcopy.c) */
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 

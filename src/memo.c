@@ -461,7 +461,7 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
     }
     if (c->gc_grace == 0) {
         /* the grace just ran out: hide the containers made during it */
-        FcMemo *m = c->mt;
+        FcMemo *m = &c->native;
         c->gc_grace = -1;
         uint32_t ok = c->st->deep_ok;
         for (Py_ssize_t i = 0; i < m->n; i++) {
@@ -533,12 +533,14 @@ fc_retrack_all(FcCtx *c)
  * append to or edit the keep-alive list in place: later originals are
  * appended to that same list, as the stdlib's _keep_alive would.
  *
- * A hook that calls deepcopy(y, memo) with the mirror it was given (the
+ * A hook that calls deepcopy(y, memo) with the mirror it was shown (the
  * copy.deepcopy(self.__dict__, memo) idiom, with fastcopy patched in) gets
- * a nested call that works on the *same* native table (FcCtx.mt), after
- * checking that the mirror is unchanged since it was shown; the nested
- * call brings the mirror up to date before it returns, since the hook
- * goes on and may read it (fc_memo_borrow / fc_memo_return).
+ * a nested call that works on the *same* native table, after checking
+ * that the mirror is unchanged since it was shown: the table is moved
+ * into the nested call's context (FcCtx.lender; the hot paths keep
+ * addressing their own context's table) and back when it returns, with
+ * the mirror brought up to date first, since the hook goes on and may
+ * read it (fc_memo_borrow / fc_memo_return).
  *
  * Free-threaded builds never leave a shown memo: a reference count says
  * nothing there about who can reach the dict.
@@ -600,7 +602,7 @@ fc_memo_sync(FcMemo *m)
 static void
 fc_memo_to_dict(FcCtx *c)
 {
-    FcMemo *m = c->mt;
+    FcMemo *m = &c->native;
     if (c->memo == NULL) {
         c->memo = Py_NewRef(m->mirror);
     }
@@ -619,10 +621,10 @@ fc_memo_show(FcCtx *c)
         return 0;
     }
     fc_retrack_all(c);
-    if (fc_demote_all(c) < 0 || fc_memo_sync(c->mt) < 0) {
+    if (fc_demote_all(c) < 0 || fc_memo_sync(&c->native) < 0) {
         return -1;
     }
-    FcMemo *m = c->mt;
+    FcMemo *m = &c->native;
     c->memo = Py_NewRef(m->mirror);
     Py_CLEAR(c->memo_id);
 #ifdef Py_GIL_DISABLED
@@ -658,7 +660,7 @@ fc_memo_hide(FcCtx *c)
     if (c->mode != FC_MEMO_NATIVE) {
         return;
     }
-    FcMemo *m = c->mt;
+    FcMemo *m = &c->native;
     if (!m->dict_truth && m->mirror == c->memo
         && fc_dict_version(m->mirror) == m->mir_ver
         && Py_REFCNT(m->mirror) == c->shown_refs
@@ -687,18 +689,34 @@ fc_memo_expose(FcCtx *c)
     return 0;
 }
 
+/* Move a native memo to another context (its inline arrays move along). */
+static void
+fc_memo_move(FcMemo *dst, FcMemo *src)
+{
+    *dst = *src;
+    if (src->entries == src->small) {
+        dst->entries = dst->small;
+    }
+    if (src->keep == src->small_keep) {
+        dst->keep = dst->small_keep;
+    }
+    FcSpare *sp = src->spare;
+    fc_memo_init(src);
+    src->spare = sp;
+}
+
 /* deepcopy(x, memo) from a hook that was shown `memo` by a call still
-   running on this thread, with the mirror untouched since: that call's
-   native table, to be used by the nested call (c->mt).  NULL otherwise. */
-static FcMemo *
+   running on this thread, with the mirror untouched since: that call, whose
+   native table the nested call takes over (c->lender).  NULL otherwise. */
+static FcCtx *
 fc_memo_borrow(FcState *st, PyObject *memo)
 {
     for (FcCtx *o = st->shown; o != NULL; o = o->shown_next) {
-        FcMemo *m = o->mt;
-        if (m->mirror == memo) {
+        FcMemo *m = &o->native;
+        if (!o->lent && m->mirror == memo) {
             if (o->mode == FC_MEMO_NATIVE && !m->dict_truth
                 && fc_dict_version(memo) == m->mir_ver) {
-                return m;
+                return o;
             }
             return NULL;
         }
@@ -706,28 +724,45 @@ fc_memo_borrow(FcState *st, PyObject *memo)
     return NULL;
 }
 
+/* Take over the lender's native table. */
+static void
+fc_memo_take(FcCtx *c, FcCtx *lender)
+{
+    fc_memo_move(&c->native, &lender->native);
+    lender->lent = 1;
+    c->lender = lender;
+}
+
 /* The nested call on a borrowed table ends: the hook that called it goes on
-   and may read the mirror.  Keeps a pending exception.  0 | -1+exc */
+   and may read the mirror, and the table goes back.  Keeps a pending
+   exception.  0 | -1+exc */
 static int
 fc_memo_return(FcCtx *c)
 {
-    FcMemo *m = c->mt;
-    if (m->dict_truth) {
+    FcCtx *lender = c->lender;
+    if (lender == NULL) {
         return 0;
     }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    int r = fc_memo_sync(m);
-    if (r < 0) {
-        /* the mirror misses entries: the callers must not trust it */
-        m->dict_truth = 1;
-    }
-    if (et != NULL) {
+    FcMemo *m = &c->native;
+    int r = 0;
+    if (!m->dict_truth && c->mode == FC_MEMO_NATIVE) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        r = fc_memo_sync(m);
         if (r < 0) {
-            PyErr_Clear();
+            /* the mirror misses entries: nobody may trust it from now on */
+            m->dict_truth = 1;
         }
-        PyErr_Restore(et, ev, tb);
+        if (et != NULL) {
+            if (r < 0) {
+                PyErr_Clear();
+            }
+            PyErr_Restore(et, ev, tb);
+        }
     }
+    fc_memo_move(&lender->native, m);
+    lender->lent = 0;
+    c->lender = NULL;
     return r;
 }
 
@@ -772,7 +807,7 @@ FC_INLINE int
 fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        PyObject *v = fc_memo_get(c->mt, x);
+        PyObject *v = fc_memo_get(&c->native, x);
         if (v != NULL) {
             *res = Py_NewRef(v);
             return 1;
@@ -801,7 +836,7 @@ FC_INLINE int
 fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        return fc_memo_set(c->mt, x, y);
+        return fc_memo_set(&c->native, x, y);
     }
     return fc_memo_store_py(c, x, y);
 }
@@ -814,7 +849,7 @@ static int
 fc_memo_keep_alive(FcCtx *c, PyObject *x)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        return fc_memo_keep(c->mt, x);
+        return fc_memo_keep(&c->native, x);
     }
     PyObject *mid = fc_ctx_memo_id(c);
     if (mid == NULL) {
@@ -878,7 +913,7 @@ static int
 fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        PyObject *v = fc_memo_get(c->mt, x);
+        PyObject *v = fc_memo_get(&c->native, x);
         *res = v ? Py_NewRef(v) : NULL;
         return v != NULL;
     }
@@ -939,8 +974,8 @@ FC_INLINE int
 fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE) && y != x) {
-        FC_ASSERT(fc_memo_get(c->mt, x) == y);
-        return fc_memo_keep(c->mt, x);
+        FC_ASSERT(fc_memo_get(&c->native, x) == y);
+        return fc_memo_keep(&c->native, x);
     }
     return fc_memo_finish(c, x, y);
 }

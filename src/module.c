@@ -203,6 +203,179 @@ fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     return fc_replicate(st, o[0], n, share);
 }
 
+/* ------------------------------------------------------------------ */
+/* patch(): the stdlib's functions called straight into C (3.12+)       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * fastcopy.patch() gives copy.deepcopy and copy.copy a one-line trampoline
+ * as their __code__ (fastcopy/__init__.py), so the function objects, their
+ * defaults and signature stay the stdlib's and references taken earlier
+ * (`from copy import deepcopy`) reach fastcopy.  That costs a Python frame
+ * per call.  On 3.12+ their vectorcall is also pointed at the functions
+ * below (PyFunction_SetVectorcall, which also stops the interpreter from
+ * specializing calls to them), which take the usual argument shapes
+ * straight to the C entry points -- no frame -- and hand any other to the
+ * trampoline, whose binding is the interpreter's own.  Anyone who then
+ * replaces __code__ or __defaults__ again gets the function's own
+ * vectorcall, as if we were not there.  unpatch() restores the saved
+ * vectorcall before the code.  A vectorcall gets no context: a small table
+ * maps each patched function to its module.  GIL builds only.
+ */
+#if FC_PY312_PLUS && !defined(Py_GIL_DISABLED)
+#  define FC_HAVE_PATCH_VECTORCALL 1
+#  define FC_PATCH_SLOTS 8
+static struct {
+    PyObject *func;             /* the stdlib's function; NULL: free slot */
+    PyObject *module;           /* borrowed: copy's globals hold our builtin */
+    PyObject *code, *defaults;  /* what it had when patched, borrowed */
+    vectorcallfunc orig;
+} fc_patch_table[FC_PATCH_SLOTS];
+
+FC_INLINE int
+fc_patch_slot(PyObject *func)
+{
+    for (int i = 0; i < FC_PATCH_SLOTS; i++) {
+        if (fc_patch_table[i].func == func) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The patched function as it was patched?  Its slot | -1 */
+FC_INLINE int
+fc_patch_intact(PyObject *func)
+{
+    int i = fc_patch_slot(func);
+    PyFunctionObject *f = (PyFunctionObject *)func;
+    if (i < 0 || f->func_code != fc_patch_table[i].code
+        || f->func_defaults != fc_patch_table[i].defaults) {
+        return -1;
+    }
+    return i;
+}
+
+static PyObject *
+fc_patch_fallback(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    int i = fc_patch_slot(func);
+    vectorcallfunc orig = i >= 0 ? fc_patch_table[i].orig : NULL;
+    if (orig == NULL) {
+        PyErr_SetString(PyExc_SystemError, "fastcopy: patched function without its vectorcall");
+        return NULL;
+    }
+    return orig(func, args, nargsf, kwnames);
+}
+
+static PyObject *
+fc_patched_deepcopy(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    int i = fc_patch_intact(func);
+    if (FC_UNLIKELY(i < 0)) {
+        return fc_patch_fallback(func, args, nargsf, kwnames);
+    }
+    FcState *st = fc_state(fc_patch_table[i].module);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && nargs >= 1 && nargs <= 3) {
+        return fc_deepcopy(st, args[0], nargs > 1 ? args[1] : NULL,
+                           nargs > 2 ? args[2] : NULL, NULL);
+    }
+    if (nargs == 1 && PyTuple_GET_SIZE(kwnames) == 1
+        && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "memo") == 0) {
+        return fc_deepcopy(st, args[0], args[1], NULL, NULL);   /* deepcopy(x, memo=m) */
+    }
+    /* anything else through the trampoline's frame: the interpreter's own
+       binding and its messages (3.13's "Did you mean ...?") */
+    return fc_patch_fallback(func, args, nargsf, kwnames);
+}
+
+static PyObject *
+fc_patched_copy(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    int i = fc_patch_intact(func);
+    if (FC_UNLIKELY(i < 0)) {
+        return fc_patch_fallback(func, args, nargsf, kwnames);
+    }
+    if (FC_LIKELY(PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL)) {
+        return fc_copy(fc_state(fc_patch_table[i].module), args[0]);
+    }
+    return fc_patch_fallback(func, args, nargsf, kwnames);
+}
+
+static int
+fc_patch_one(PyObject *module, PyObject *func, vectorcallfunc vc)
+{
+    if (!PyFunction_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "fastcopy: can only patch Python functions");
+        return -1;
+    }
+    PyFunctionObject *f = (PyFunctionObject *)func;
+    int i = fc_patch_slot(func);
+    if (i < 0) {
+        i = fc_patch_slot(NULL);
+        if (i < 0) {
+            return 0;   /* table full: the trampoline alone still works */
+        }
+        fc_patch_table[i].func = func;
+        fc_patch_table[i].orig = f->vectorcall;
+    }
+    fc_patch_table[i].module = module;
+    fc_patch_table[i].code = f->func_code;
+    fc_patch_table[i].defaults = f->func_defaults;
+    PyFunction_SetVectorcall(f, vc);
+    return 0;
+}
+
+static void
+fc_unpatch_one(PyObject *func)
+{
+    int i = fc_patch_slot(func);
+    if (i < 0 || !PyFunction_Check(func)) {
+        return;
+    }
+    PyFunction_SetVectorcall((PyFunctionObject *)func, fc_patch_table[i].orig);
+    fc_patch_table[i].func = NULL;
+    fc_patch_table[i].module = NULL;
+}
+#else
+#  define FC_HAVE_PATCH_VECTORCALL 0
+#endif
+
+PyDoc_STRVAR(fc_patch_vectorcall_doc,
+"_patch_vectorcall(deepcopy, copy, on)\n--\n\n"
+"Point the stdlib's deepcopy/copy function objects (already given their\n"
+"trampoline __code__) at fastcopy's C entry points, or back (on=False).\n"
+"Returns whether this build does that (3.12+, GIL builds).");
+
+static PyObject *
+fc_py_patch_vectorcall(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_patch_vectorcall(deepcopy, copy, on)");
+        return NULL;
+    }
+#if FC_HAVE_PATCH_VECTORCALL
+    int on = PyObject_IsTrue(args[2]);
+    if (on < 0) {
+        return NULL;
+    }
+    if (on) {
+        if (fc_patch_one(module, args[0], fc_patched_deepcopy) < 0
+            || fc_patch_one(module, args[1], fc_patched_copy) < 0) {
+            return NULL;
+        }
+    }
+    else {
+        fc_unpatch_one(args[0]);
+        fc_unpatch_one(args[1]);
+    }
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 PyDoc_STRVAR(fc_sysinfo_doc,
 "_sysinfo()\n--\n\n"
 "How this module was built and what it sees, for tests and bug reports.");
@@ -248,6 +421,8 @@ static PyMethodDef fc_methods[] = {
     {"replicate", (PyCFunction)(void (*)(void))fc_py_replicate,
      METH_FASTCALL | METH_KEYWORDS, fc_replicate_doc},
     {"_sysinfo", fc_py_sysinfo, METH_NOARGS, fc_sysinfo_doc},
+    {"_patch_vectorcall", (PyCFunction)(void (*)(void))fc_py_patch_vectorcall,
+     METH_FASTCALL, fc_patch_vectorcall_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,134 @@
+"""patch()/unpatch(): the stdlib's own function objects reach fastcopy (on 3.12+ through their
+vectorcall, with no Python frame), keep the stdlib's signature and errors, and are restored
+exactly."""
+import copy
+import sys
+from copy import deepcopy as early_deepcopy, copy as early_copy
+
+import pytest
+
+from conftest import needs_fastcopy
+
+pytestmark = needs_fastcopy
+
+STD_DEEPCOPY_CODE = copy.deepcopy.__code__
+STD_COPY_CODE = copy.copy.__code__
+STD_DEFAULTS = copy.deepcopy.__defaults__
+
+
+class Counted:
+    """Counts how often each implementation's walk reaches it: fastcopy's native
+    path never calls __reduce_ex__ for it, the stdlib always does."""
+
+    calls = 0
+
+    def __deepcopy__(self, memo):
+        Counted.calls += 1
+        return self
+
+
+def _through_fastcopy(fn):
+    # a fastcopy-only effect: a 1,000,000-deep list copies (the stdlib's recursion fails)
+    deep = []
+    for _ in range(100000):
+        deep = [deep]
+    try:
+        fn(deep)
+    except RecursionError:
+        return False
+    return True
+
+
+def test_patch_reaches_early_references(fc):
+    with fc.patched():
+        assert _through_fastcopy(early_deepcopy)
+        assert _through_fastcopy(copy.deepcopy)
+        assert early_deepcopy is copy.deepcopy
+        for _ in range(2000):          # long enough for the interpreter to specialize calls
+            early_deepcopy([1])
+        assert _through_fastcopy(early_deepcopy)
+    assert not _through_fastcopy(early_deepcopy)
+    assert copy.deepcopy.__code__ is STD_DEEPCOPY_CODE
+    assert copy.copy.__code__ is STD_COPY_CODE
+    assert copy.deepcopy.__defaults__ is STD_DEFAULTS
+    assert not hasattr(copy, "_fastcopy_deepcopy")
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: f(),
+    lambda f: f(1, {}, [], 4),
+    lambda f: f(1, share=None),
+    lambda f: f(1, memo={}, memo2={}),
+    lambda f: f(x=[1], memo=None),
+    lambda f: f([1], None, []),
+    lambda f: f([1], x=2),
+])
+def test_patched_deepcopy_signature(fc, call):
+    def outcome():
+        try:
+            return ("ok", call(copy.deepcopy))
+        except TypeError as e:
+            return ("TypeError", str(e))
+    std = outcome()
+    with fc.patched():
+        got = outcome()
+    assert got == std
+
+
+@pytest.mark.parametrize("call", [
+    lambda f: f(), lambda f: f(1, 2), lambda f: f(x=[1]), lambda f: f([1], deep=["a"]),
+])
+def test_patched_copy_signature(fc, call):
+    def outcome():
+        try:
+            return ("ok", call(copy.copy))
+        except TypeError as e:
+            return ("TypeError", str(e))
+    std = outcome()
+    with fc.patched():
+        got = outcome()
+    assert got == std
+
+
+def test_code_replaced_by_someone_else_wins(fc):
+    # another patcher that sets copy.deepcopy.__code__ after us gets its code run
+    def other(x, memo=None, _nil=[]):
+        return "other"
+    with fc.patched():
+        mine = copy.deepcopy.__code__
+        copy.deepcopy.__code__ = other.__code__
+        try:
+            assert copy.deepcopy([1]) == "other"
+            assert early_deepcopy([1]) == "other"
+        finally:
+            copy.deepcopy.__code__ = mine
+        assert _through_fastcopy(copy.deepcopy)
+    assert copy.deepcopy([1]) == [1]
+
+
+def test_nil_and_memo_pass_through(fc):
+    x = [1]
+    nil = object()
+    with fc.patched():
+        assert copy.deepcopy(x, {id(x): nil}, nil) == [1]
+        assert copy.deepcopy(x, {id(x): "hit"}) == "hit"
+        memo = {}
+        y = copy.deepcopy(x, memo=memo)
+        assert memo[id(x)] is y and memo[id(memo)] == [x]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="vectorcall patching is 3.12+")
+def test_vectorcall_used_on_312(fc):
+    import fastcopy._fastcopy as core
+    assert core._patch_vectorcall(copy.deepcopy, copy.copy, False) is True
+    with fc.patched():
+        # no frame of copy.py between the caller and fastcopy: a hook sees its caller's frame
+        seen = []
+
+        class Hook:
+            def __deepcopy__(self, memo):
+                f = sys._getframe(1)
+                seen.append(f.f_code.co_name)
+                return self
+        copy.deepcopy(Hook())
+    assert seen and seen[0] != "deepcopy"
