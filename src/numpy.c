@@ -25,8 +25,16 @@
  *   - subclasses (matrix, MaskedArray, recarray, user classes) and numpy
  *     scalars are never ours: their own __deepcopy__ runs.
  * With numpy_pool on, the copy's data comes from pool.c through a NEP 49
- * PyDataMem_Handler that is set in a private copy of the current context
- * only around our allocation call: no other allocation ever sees it.
+ * PyDataMem_Handler.  numpy's handler is a context variable: it is set
+ * once, in a private context made at the first pooled copy (kept in
+ * st->np_handler), and that context is entered only around our own
+ * allocation call: no other allocation ever sees the handler, and a
+ * pooled copy sets no context variable (nothing there can fail midway).
+ *
+ * User code mid-copy (a finalizer, on 3.10/3.11 at any allocation of a
+ * tracked object; an element's __deepcopy__) may resize an array with
+ * refcheck=False: no length, shape or data pointer of an array is used
+ * across anything that can run it without being read again.
  */
 #include "fastcopy.h"
 
@@ -172,13 +180,31 @@ fc_np_api(FcState *st)
     return st->np_api > 0;
 }
 
-/* The pool's handler capsule.  borrowed | NULL+exc */
+/* The private context in which numpy's handler is the pool's (made once;
+   arrays allocated in it keep the capsule alive themselves).
+   borrowed | NULL+exc */
 static PyObject *
-fc_np_handler_capsule(FcState *st)
+fc_np_pool_context(FcState *st)
 {
-    if (st->np_handler == NULL) {
-        st->np_handler = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
+    if (st->np_handler != NULL) {
+        return st->np_handler;
     }
+    PyObject *cap = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
+    PyObject *ctx = cap != NULL ? PyContext_New() : NULL, *old = NULL;
+    if (ctx == NULL || PyContext_Enter(ctx) < 0) {
+        goto done;
+    }
+    old = PyDataMem_SetHandler(cap);
+    if (PyContext_Exit(ctx) < 0 || old == NULL) {
+        Py_CLEAR(ctx);
+        goto done;
+    }
+    st->np_handler = ctx;
+    ctx = NULL;
+done:
+    Py_XDECREF(old);
+    Py_XDECREF(ctx);
+    Py_XDECREF(cap);
     return st->np_handler;
 }
 
@@ -214,31 +240,26 @@ fc_np_new_like(FcState *st, PyArrayObject *a, int pooled)
     if (!pooled) {
         return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
-    PyObject *cap = fc_np_handler_capsule(st);
-    if (cap == NULL) {
-        return NULL;
-    }
-    /* numpy's handler is a context variable: set it in a private copy of
-       the current context, so that no other code, thread or task can
-       allocate from it and the caller's context is left as it was */
-    PyObject *ctx = PyContext_CopyCurrent();
+    /* the pool's context, entered only around the allocation, so that no
+       other code, thread or task allocates from it and the caller's
+       context is left as it was */
+    PyObject *ctx = fc_np_pool_context(st);
     if (ctx == NULL) {
         return NULL;
     }
+    Py_INCREF(ctx);
     if (PyContext_Enter(ctx) < 0) {
+        /* entered already: a finalizer or another thread copying in the
+           middle of our allocation.  The pool is only an optimization. */
         Py_DECREF(ctx);
-        return NULL;
+        PyErr_Clear();
+        return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
-    PyObject *y = NULL;
-    PyObject *old = PyDataMem_SetHandler(cap);
-    if (old != NULL) {
-        Py_DECREF(old);
-        y = PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
-    }
+    PyObject *y = PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     if (PyContext_Exit(ctx) < 0) {
-        /* cannot happen: ctx is the current context of this thread */
+        /* only if code run in between left another context entered */
         Py_CLEAR(y);
         Py_XDECREF(et);
         Py_XDECREF(ev);
@@ -287,6 +308,13 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         return NULL;
     }
     PyArrayObject *b = (PyArrayObject *)y;
+    if ((Py_ssize_t)PyArray_NBYTES(a) != nbytes || PyArray_DESCR(a) != d
+        || !(PyArray_IS_C_CONTIGUOUS(a) || PyArray_IS_F_CONTIGUOUS(a))) {
+        /* a finalizer resized a (refcheck=False) while y was allocated:
+           numpy's own copy of a as it is now */
+        Py_DECREF(y);
+        return PyArray_NewCopy(a, NPY_KEEPORDER);
+    }
     /* NewLikeArray(KEEPORDER) keeps a contiguous layout; be sure */
     if ((Py_ssize_t)PyArray_NBYTES(b) != nbytes
         || !(PyArray_IS_C_CONTIGUOUS(a) ? PyArray_IS_C_CONTIGUOUS(b)
@@ -381,7 +409,8 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
     FcState *st = c->st;
     npy_intp offs[FC_NP_MAX_SLOTS];
     int nslots = 0;
-    if (fc_np_slots(PyArray_DESCR(a), 0, offs, &nslots) || !fc_np_std_deepcopy(st)) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    if (fc_np_slots(d, 0, offs, &nslots) || !fc_np_std_deepcopy(st)) {
         return NULL;
     }
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
@@ -391,19 +420,26 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
     }
     PyArrayObject *b = (PyArrayObject *)y;
     npy_intp size = PyArray_SIZE(b);
-    if (size == 0 || nslots == 0) {
-        return y;
-    }
     /* a dense copy is visited in memory order by numpy's KEEPORDER
-       iterator; C/F-contiguous ones are certainly dense */
-    if (!PyArray_IS_C_CONTIGUOUS(b) && !PyArray_IS_F_CONTIGUOUS(b)) {
+       iterator; C/F-contiguous ones are certainly dense.  The slots were
+       found from a's dtype before the copy: it must be b's. */
+    if (PyArray_DESCR(b) != d
+        || (!PyArray_IS_C_CONTIGUOUS(b) && !PyArray_IS_F_CONTIGUOUS(b))) {
         Py_DECREF(y);
         return NULL;
+    }
+    if (size == 0 || nslots == 0) {
+        return y;
     }
     if (fc_stack_check() < 0 || Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
         Py_DECREF(y);
         return NULL;
     }
+    /* The items are copied from b (numpy's NewCopy took references to
+       a's), so a hook that resizes a changes nothing here, as in numpy's
+       own loop.  b is not published yet; still, user code runs at every
+       item, so its buffer is read again after each (a resized b would
+       have freed it). */
     char *data = PyArray_BYTES(b);
     npy_intp isz = PyArray_ITEMSIZE(b);
     for (npy_intp i = 0; i < size; i++) {
@@ -415,6 +451,14 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
             Py_INCREF(item);
             r = fc_walk(c, item);
             Py_DECREF(item);
+            if (r != NULL && (PyArray_BYTES(b) != data || PyArray_SIZE(b) != size
+                              || PyArray_DESCR(b) != d)) {
+                Py_DECREF(r);
+                r = NULL;
+                PyErr_SetString(PyExc_RuntimeError,
+                                "fastcopy: an array was resized while its items "
+                                "were deep-copied");
+            }
             if (r == NULL) {
                 Py_LeaveRecursiveCall();
                 Py_DECREF(y);
