@@ -827,6 +827,43 @@ fc_torch_span(FcState *st, PyObject *s, const char *p, size_t n, size_t *off)
     return 1;
 }
 
+/* Allocating a result (empty_like, untyped_storage) can run user code in
+   two ways: on 3.10/3.11 a garbage collection starts inside the
+   allocation and runs finalizers, and torch drops the GIL in the op, so
+   another thread may run (its finalizers too, on any version).  Such code
+   may rebind x.data, set_() or resize x or its storage, after x's address
+   and size were read.  When this thread is the interpreter's only one,
+   collections are held off around the allocations (no other code can see
+   the switch) and the addresses read before stay good; otherwise the
+   caller reads them again after.  Returns what fc_torch_gc_resume needs:
+   1 alone, collections held | 2 alone | 0 not alone (re-read) */
+static int
+fc_torch_gc_hold(void)
+{
+    PyThreadState *h = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+    if (h == NULL || PyThreadState_Next(h) != NULL) {
+        return 0;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    /* 3.12+ collect at the eval breaker only: never inside a C call */
+    return PyGC_Disable() ? 1 : 2;
+#else
+    return 2;
+#endif
+}
+
+static void
+fc_torch_gc_resume(int held)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (held == 1) {
+        PyGC_Enable();
+    }
+#else
+    (void)held;
+#endif
+}
+
 /* Is x quantized or conj?  Asked through its dtype first, with a getter:
    TensorImpl::_set_conj asserts a complex dtype, and a quantized tensor
    needs a quantized dtype ("Creation of quantized tensor requires
@@ -1111,7 +1148,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     PyObject *t = NULL, *nus = NULL, *cdata = NULL, *tm = NULL, *v;
     Py_ssize_t off, n, un;
     void *src, *dst;
-    int r;
+    int r, held;
     if ((PyObject *)Py_TYPE(us) != st->torch_ustorage) {
         return NULL;
     }
@@ -1145,20 +1182,22 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     else if (PyErr_Occurred()) {
         goto decline;
     }
+    held = fc_torch_gc_hold();
     t = PyObject_CallOneArg(st->torch_empty_like, x);
-    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch_tensor) {
-        goto decline;
+    if (t != NULL) {
+        nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
     }
-    nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
-    if (nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch_ustorage
+    fc_torch_gc_resume(held);
+    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch_tensor
+        || nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch_ustorage
         || fc_torch_ssize(st, nus, TA_US_NBYTES, 1, &un) < 0 || un != n) {
         goto decline;
     }
     if (n > 0) {
-        /* us is ours, but a finalizer run by the two allocations above
-           may have resized it: its size again, then no allocation up to
-           the copy (or its record) */
-        if (fc_torch_ssize(st, us, TA_US_NBYTES, 1, &un) < 0 || un != n
+        /* us is ours, but code run by the two allocations above may have
+           resized it (fc_torch_gc_hold): its size again then.  No
+           allocation from here up to the copy (or its record). */
+        if ((!held && (fc_torch_ssize(st, us, TA_US_NBYTES, 1, &un) < 0 || un != n))
             || fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
             || fc_torch_ptr(st, nus, TA_US_DATA_PTR, &dst) < 0
             || src == NULL || dst == NULL) {
@@ -1304,7 +1343,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
     void *src, *src2, *dst;
     Py_ssize_t n, n2;
     size_t soff = 0, doff = 0;
-    int dev;
+    int dev, held;
     uintptr_t stream;
     if (fc_torch_special(st, x) != 0
         || fc_torch_is(st, x, TA_T_IS_NEG, 1) != 0
@@ -1321,21 +1360,22 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)) {
         goto fail;
     }
+    held = fc_torch_gc_hold();
     y = PyObject_CallOneArg(st->torch_empty_like, x);
-    if (y == NULL) {
+    if (y != NULL && fc_defer_queued(st, (size_t)n, dev)) {
+        if ((xs = fc_torch_store_of(st, x)) != NULL) {
+            ys = fc_torch_store_of(st, y);
+        }
+    }
+    fc_torch_gc_resume(held);
+    if (y == NULL || (fc_defer_queued(st, (size_t)n, dev) && ys == NULL)) {
         goto fail;
     }
-    if (fc_defer_queued(st, (size_t)n, dev)
-        && ((xs = fc_torch_store_of(st, x)) == NULL
-            || (ys = fc_torch_store_of(st, y)) == NULL)) {
-        goto fail;
-    }
-    /* A finalizer run by those allocations (3.10/3.11 collect there) may
-       have rebound x.data, set_() or resized x: y was shaped from x
-       before, so x must still be those bytes.  No allocation from here to
-       the copy (or its record). */
-    if (fc_torch_ptr(st, x, TA_T_DATA_PTR, &src2) < 0 || src2 != src
-        || fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n2) < 0 || n2 != n
+    /* y was shaped from x before the allocations: x must still be those
+       bytes (fc_torch_gc_hold).  No allocation from here to the copy (or
+       its record). */
+    if ((!held && (fc_torch_ptr(st, x, TA_T_DATA_PTR, &src2) < 0 || src2 != src
+                   || fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n2) < 0 || n2 != n))
         || fc_torch_ptr(st, y, TA_T_DATA_PTR, &dst) < 0 || (dst == NULL && n > 0)) {
         goto fail;
     }
