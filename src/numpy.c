@@ -26,10 +26,14 @@
  *     scalars are never ours: their own __deepcopy__ runs.
  * With numpy_pool on, the copy's data comes from pool.c through a NEP 49
  * PyDataMem_Handler.  numpy's handler is a context variable: it is set
- * once, in a private context made at the first pooled copy (kept in
- * st->np_handler), and that context is entered only around our own
- * allocation call: no other allocation ever sees the handler, and a
- * pooled copy sets no context variable (nothing there can fail midway).
+ * once in a private context (st->np_handler, made empty when the module
+ * loads; the handler goes in at configure(numpy_pool=True), or at the
+ * first pooled copy if numpy was not imported then; st->np_checked says it
+ * is in), and that context is entered only around our own allocation
+ * call: no other allocation ever sees the handler, and a pooled copy sets
+ * no context variable -- nothing there can fail midway.  (Made at module
+ * load because CPython 3.11's PyContext_New crashes when its second
+ * allocation fails.)
  *
  * User code mid-copy (a finalizer, on 3.10/3.11 at any allocation of a
  * tracked object; an element's __deepcopy__) may resize an array with
@@ -180,32 +184,42 @@ fc_np_api(FcState *st)
     return st->np_api > 0;
 }
 
-/* The private context in which numpy's handler is the pool's (made once;
-   arrays allocated in it keep the capsule alive themselves).
-   borrowed | NULL+exc */
+/* The private context in which numpy's handler is the pool's, the
+   handler set in it the first time (arrays allocated there keep the
+   capsule alive themselves).  Needs the C API.  borrowed | NULL+exc */
 static PyObject *
 fc_np_pool_context(FcState *st)
 {
-    if (st->np_handler != NULL) {
-        return st->np_handler;
+    PyObject *ctx = st->np_handler, *cap = NULL, *old = NULL;
+    if (FC_LIKELY(st->np_checked) || ctx == NULL) {
+        if (ctx == NULL) {
+            PyErr_SetString(PyExc_SystemError, "fastcopy: no pool context");
+        }
+        return ctx;
     }
-    PyObject *cap = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
-    PyObject *ctx = cap != NULL ? PyContext_New() : NULL, *old = NULL;
-    if (ctx == NULL || PyContext_Enter(ctx) < 0) {
+    Py_INCREF(ctx);
+    cap = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
+    if (cap == NULL || PyContext_Enter(ctx) < 0) {
         goto done;
     }
     old = PyDataMem_SetHandler(cap);
-    if (PyContext_Exit(ctx) < 0 || old == NULL) {
-        Py_CLEAR(ctx);
-        goto done;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int exited = PyContext_Exit(ctx);
+    if (exited < 0) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
     }
-    st->np_handler = ctx;
-    ctx = NULL;
+    else {
+        PyErr_Restore(et, ev, tb);
+    }
+    st->np_checked = old != NULL && exited == 0;
 done:
     Py_XDECREF(old);
-    Py_XDECREF(ctx);
     Py_XDECREF(cap);
-    return st->np_handler;
+    Py_DECREF(ctx);
+    return st->np_checked ? st->np_handler : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -245,7 +259,9 @@ fc_np_new_like(FcState *st, PyArrayObject *a, int pooled)
        context is left as it was */
     PyObject *ctx = fc_np_pool_context(st);
     if (ctx == NULL) {
-        return NULL;
+        /* the pool is only an optimization */
+        PyErr_Clear();
+        return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
     Py_INCREF(ctx);
     if (PyContext_Enter(ctx) < 0) {
@@ -492,7 +508,30 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
     return fc_memo_done(c, x, y);
 }
 
+/* configure(numpy_pool=True): the pool's context ready now if numpy's C
+   API can be had.  0 | -1+exc */
+static int
+fc_np_prepare_pool(FcState *st)
+{
+    if (st->np_ndarray == NULL || !fc_np_api(st)) {
+        return 0;
+    }
+    return fc_np_pool_context(st) == NULL ? -1 : 0;
+}
+
 #else  /* !FC_HAVE_NUMPY: arrays take their own __deepcopy__ */
+
+static int
+fc_np_find(FcState *st)
+{
+    return 0;
+}
+
+static int
+fc_np_prepare_pool(FcState *st)
+{
+    return 0;
+}
 
 static int
 fc_np_kind(FcState *st, PyTypeObject *tp)
@@ -628,6 +667,18 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (pool >= 0 || pool_max >= 0) {
         size_t cached, maxb, hits, misses;
         fc_pool_stats(&cached, &maxb, &hits, &misses);
+        if (pool > 0) {
+            /* the pool's context, now rather than in a copy, when numpy
+               is imported already */
+            if (st->np_ndarray == NULL && fc_np_find(st) < 0) {
+                Py_DECREF(old);
+                return NULL;
+            }
+            if (fc_np_prepare_pool(st) < 0) {
+                Py_DECREF(old);
+                return NULL;
+            }
+        }
         if (pool >= 0) {
             st->np_pool = pool;
         }
@@ -758,6 +809,12 @@ fc_np_exec(PyObject *module, FcState *st)
     st->np_par_min = FC_NP_DEFAULT_PAR_MIN;
     st->np_pool = 0;
     st->np_pool_min = (Py_ssize_t)FC_POOL_MIN;
+    /* the pool's private context, empty: see the top of the file */
+    st->np_checked = 0;
+    st->np_handler = PyContext_New();
+    if (st->np_handler == NULL) {
+        return -1;
+    }
     st->torch_defer = 1;
     st->torch_cuda = 0;
     st->torch_fake_device = -1;

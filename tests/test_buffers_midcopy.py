@@ -330,6 +330,27 @@ def test_numpy_pool_context_made_once():
     """)
 
 
+@needs_numpy
+def test_numpy_pool_turned_on_before_numpy_import():
+    """configure(numpy_pool=True) before numpy is imported: the first pooled copy puts the
+    handler in the pool's context; later copies only enter it."""
+    _run("""
+        assert "numpy" not in sys.modules
+        fastcopy.configure(numpy_pool=True)
+        import numpy as np
+        try:
+            from numpy._core.multiarray import get_handler_name
+        except ImportError:
+            from numpy.core.multiarray import get_handler_name
+        a = np.arange(1 << 18, dtype=np.float64)
+        for _ in range(3):
+            y = fastcopy.deepcopy(a)
+            assert get_handler_name(y) == "fastcopy_pool" and (y == a).all()
+            assert get_handler_name() == "default_allocator"
+        print("DONE")
+    """)
+
+
 # ---------------------------------------------------------------------------------------------
 # the building block itself
 
