@@ -232,6 +232,14 @@ static const char *const fc_torch_probes[] = {
 
 /* plan.c */
 static int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
+/* defer.c: fastcopy._cuda's C API, imported at the first call (the API |
+   NULL+exc); will fc_defer_copy record rather than run (1 | 0); copy now
+   or at the next flush (0 | -1+exc; contracts there) */
+static const FcCudaCAPI *fc_cuda_api(FcState *st);
+FC_INLINE int fc_defer_queued(FcState *st, size_t n, int dev);
+static int fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
+                         const char *src, PyObject *src_store, size_t src_off,
+                         size_t n, int dev, uintptr_t stream);
 
 /* ------------------------------------------------------------------ */
 /* Finding torch                                                       */
