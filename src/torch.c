@@ -1307,10 +1307,26 @@ storage_done:;
         goto error;
     }
     if (g != Py_None) {
-        /* self.grad.__deepcopy__(memo): a direct call, no keep-alive */
+        /* self.grad.__deepcopy__(memo): a direct call, no keep-alive.  The
+           grad was vetted before the first allocation; a finalizer may have
+           replaced it since (say by a sparse one): vetted again, and its own
+           __deepcopy__ when declined */
         int r = fc_memo_lookup(c, g, &ng);
-        if (r < 0 || (r == 0 && (ng = fc_torch_tensor_deep(c, g)) == NULL)
-            || PyObject_SetAttr(t, TN(st, TN_GRAD), ng) < 0) {
+        if (r == 0) {
+            r = fc_torch_tensor_ok(st, g, 1);
+            if (r < 0) {
+                PyErr_Clear();      /* torch's own path decides what to raise */
+                r = 0;
+            }
+            if (r > 0) {
+                ng = fc_torch_tensor_deep(c, g);
+            }
+            else if (fc_defer_flush(c) == 0) {
+                ng = PyObject_CallMethodOneArg(g, st->s_deepcopy, c->memo);
+            }
+            r = ng == NULL ? -1 : 1;
+        }
+        if (r < 0 || PyObject_SetAttr(t, TN(st, TN_GRAD), ng) < 0) {
             goto error;
         }
     }

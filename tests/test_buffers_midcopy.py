@@ -233,6 +233,46 @@ def test_torch_source_changed_by_hook(mode):
     """ % mode)
 
 
+@needs_torch
+def test_torch_grad_replaced_by_finalizer():
+    """A finalizer swaps tensors' dense .grad for a sparse one after fastcopy vetted the
+    tensor: the grad is vetted again and the sparse one takes its own __deepcopy__ (it used
+    to be copied natively: NotImplementedError 'Cannot access storage of SparseTensorImpl',
+    which copy.deepcopy never raises)."""
+    _run("""
+        import warnings
+        import torch
+        warnings.simplefilter("ignore")
+        seen = set()
+        for impl in (fastcopy, copy):
+            for k in range(1, 20):
+                xs = []
+                for i in range(3):
+                    x = torch.randn(1 << 15, requires_grad=True)
+                    x.grad = torch.ones(1 << 15)
+                    xs.append(x)
+                src = [v for x in xs for v in (x, [[] for _ in range(5)])]
+                def act(xs=xs):
+                    for x in xs:
+                        x.grad = torch.sparse_coo_tensor([[0, 5]], [1., 2.], (1 << 15,))
+                st = arm(k, act)
+                try:
+                    y = under_threshold(1, lambda: impl.deepcopy(src))
+                finally:
+                    st["n"] = -1
+                for a, b in zip(y[0::2], xs):
+                    assert torch.equal(a.detach(), b.detach())
+                    g = a.grad
+                    if g.layout == torch.strided:
+                        assert torch.equal(g, torch.ones(1 << 15))
+                    else:
+                        assert torch.equal(g.to_dense(), b.grad.to_dense())
+                    seen.add((impl.__name__, str(g.layout)))
+        print(seen)
+        print("DONE")
+    """)
+
+
 # ---------------------------------------------------------------------------------------------
 # numpy
 
