@@ -383,8 +383,10 @@ fc_defer_run(FcCtx *c)
     /* everything that calls out first (the CUDA module is imported at the
        first CUDA copy, torch is asked for its thread count), then the
        addresses, then the copies */
+    PyObject *et = NULL, *ev = NULL, *tb = NULL;
     if (ncpu < n && (fc_cuda_api(st) == NULL || st->cuda_api->ready(st->cuda_api->ctx) < 0)) {
-        goto done;
+        /* the host copies still run (the caller's memo may hold them) */
+        PyErr_Fetch(&et, &ev, &tb);
     }
     int nthreads = fc_defer_threads(st, total);
     if ((all = fc_defer_resolve(st, ops, n)) < 0) {
@@ -412,6 +414,11 @@ fc_defer_run(FcCtx *c)
     }
     fc_defer_host(cpu, ncpu, total, nthreads);
     st->defer_flushes++;
+    if (et != NULL) {
+        PyErr_Restore(et, ev, tb);
+        et = NULL;
+        goto done;
+    }
     /* CUDA groups: a copy is taken once its (device, stream) comes up */
     for (Py_ssize_t a = 0; a < n; a++) {
         if (ops[a].dev < 0 || ops[a].n == 0) {
@@ -440,6 +447,11 @@ fc_defer_run(FcCtx *c)
     }
     rc = 0;
 done:
+    if (et != NULL) {
+        /* the first error wins */
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     if (cpu != ops) {
         PyMem_Free(cpu);
     }
