@@ -14,8 +14,17 @@
  *     is handed to Python: a hook could read a result, or write a source;
  *   - at the end of the call, also when it fails, so a caller's memo never
  *     holds a tensor whose bytes were not copied.
- * Between flushes nothing but fastcopy and torch's allocator runs, so no
- * one can tell when the bytes moved: the results are the eager ones.
+ * Between flushes no hook runs, so no one can tell when the bytes moved:
+ * the results are the eager ones.  Finalizers and weakref callbacks still
+ * can (on 3.10/3.11 a garbage collection starts inside any allocation):
+ * one may rebind a Parameter's .data, set_() or resize a source, or drop
+ * its last reference.  So a recorded copy keeps the two *storages* (torch
+ * UntypedStorage objects), not the tensors, and the byte offsets into
+ * them; the flush reads each storage's address and size again and copies
+ * what the storage holds at that offset then -- the bytes the source had
+ * when it was recorded, unless user code wrote them or moved them with a
+ * resize (torch's resize keeps the prefix) -- or raises RuntimeError if
+ * the storage no longer holds them (it was shrunk).  Never freed memory.
  *
  * Host copies under 64 KiB are not recorded: they run at once (recording
  * costs more than the copy, and nothing is gained by waiting).
@@ -31,6 +40,10 @@
  * the moment torch.c would have recorded it.
  */
 #include "fastcopy.h"
+
+/* torch.c: a torch storage's address and size now (no Python code runs).
+   0 | -1+exc */
+static int fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size_t *nbytes);
 
 #include <pthread.h>
 #ifdef __linux__
@@ -277,25 +290,32 @@ done:
 /* The queue                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Host copies of `total` bytes, GIL released when worth it.  Threads: torch's
-   intra-op count (asked at each big flush: torch.set_num_threads may have
-   changed it), 1 if that cannot be had. */
+/* Threads for host copies of `total` bytes: torch's intra-op count (asked
+   at each big flush: torch.set_num_threads may have changed it), 1 if that
+   cannot be had.  Asked before any address is read: it is a call. */
+static int
+fc_defer_threads(FcState *st, size_t total)
+{
+    if (total < FC_DEFER_PAR_MIN || st->torch_num_threads == NULL) {
+        return 1;
+    }
+    PyObject *v = PyObject_CallNoArgs(st->torch_num_threads);
+    long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 1;
+    if (v == NULL || (n == -1 && PyErr_Occurred())) {
+        PyErr_Clear();      /* a thread count is advice: copy on one */
+    }
+    Py_XDECREF(v);
+    return n < 1 ? 1 : n > FC_PAR_MAX_THREADS ? FC_PAR_MAX_THREADS : (int)n;
+}
+
+/* Host copies of `total` bytes on nthreads threads, GIL released when
+   worth it.  No Python code runs. */
 static void
-fc_defer_host(FcState *st, const FcCopyOp *ops, Py_ssize_t nops, size_t total)
+fc_defer_host(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
 {
     if (total < FC_NOGIL_MIN) {
         fc_par_range(ops, nops, 0, total, 1);
         return;
-    }
-    int nthreads = 1;
-    if (total >= FC_DEFER_PAR_MIN && st->torch_num_threads != NULL) {
-        PyObject *v = PyObject_CallNoArgs(st->torch_num_threads);
-        long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 1;
-        if (v == NULL || (n == -1 && PyErr_Occurred())) {
-            PyErr_Clear();      /* a thread count is advice: copy on one */
-        }
-        Py_XDECREF(v);
-        nthreads = n < 1 ? 1 : n > FC_PAR_MAX_THREADS ? FC_PAR_MAX_THREADS : (int)n;
     }
     Py_BEGIN_ALLOW_THREADS
     fc_par_copy(ops, nops, total, nthreads, 1);
@@ -312,6 +332,36 @@ fc_defer_release(FcCtx *c)
     c->nops = 0;
 }
 
+/* A queued op's offsets -> addresses, from its storages as they are now;
+   an op whose storage no longer holds its bytes gets n = 0 (skipped).
+   No Python code runs here or after, up to the copies.
+   1 all there | 0 some were not | -1+exc */
+static int
+fc_defer_resolve(FcState *st, FcCopyOp *ops, Py_ssize_t n)
+{
+    int all = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        FcCopyOp *op = &ops[i];
+        char *sb, *db;
+        size_t snb, dnb;
+        size_t so = (size_t)(uintptr_t)op->src, dof = (size_t)(uintptr_t)op->dst;
+        if (fc_torch_storage_addr(st, op->src_owner, &sb, &snb) < 0
+            || fc_torch_storage_addr(st, op->dst_owner, &db, &dnb) < 0) {
+            return -1;
+        }
+        if (sb == NULL || db == NULL || so > snb || snb - so < op->n
+            || dof > dnb || dnb - dof < op->n) {
+            op->src = op->dst = NULL;
+            op->n = 0;
+            all = 0;
+            continue;
+        }
+        op->src = sb + so;
+        op->dst = db + dof;
+    }
+    return all;
+}
+
 /* Run the recorded copies: CPU ones first (they may take a while; the
    CUDA ones are only enqueued), then CUDA ones, one submission per
    (device, stream) in first-seen order.  Every owner is released, also on
@@ -323,12 +373,24 @@ fc_defer_run(FcCtx *c)
     FcCopyOp *ops = c->ops, *cpu = ops;
     Py_ssize_t n = c->nops, ncpu = 0, *idx = NULL;
     size_t total = 0;
-    int rc = -1;
+    int rc = -1, all;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (ops[i].dev < 0) {
             total += ops[i].n;
             ncpu++;
         }
+    }
+    /* everything that calls out first (the CUDA module is imported at the
+       first CUDA copy, torch is asked for its thread count), then the
+       addresses, then the copies */
+    PyObject *et = NULL, *ev = NULL, *tb = NULL;
+    if (ncpu < n && (fc_cuda_api(st) == NULL || st->cuda_api->ready(st->cuda_api->ctx) < 0)) {
+        /* the host copies still run (the caller's memo may hold them) */
+        PyErr_Fetch(&et, &ev, &tb);
+    }
+    int nthreads = fc_defer_threads(st, total);
+    if ((all = fc_defer_resolve(st, ops, n)) < 0) {
+        goto done;
     }
     if (ncpu < n) {
         /* mixed: the CPU ones in order, apart; idx for the CUDA groups */
@@ -344,8 +406,19 @@ fc_defer_run(FcCtx *c)
             }
         }
     }
-    fc_defer_host(st, cpu, ncpu, total);
+    if (!all) {
+        total = 0;
+        for (Py_ssize_t i = 0; i < ncpu; i++) {
+            total += cpu[i].n;
+        }
+    }
+    fc_defer_host(cpu, ncpu, total, nthreads);
     st->defer_flushes++;
+    if (et != NULL) {
+        PyErr_Restore(et, ev, tb);
+        et = NULL;
+        goto done;
+    }
     /* CUDA groups: a copy is taken once its (device, stream) comes up */
     for (Py_ssize_t a = 0; a < n; a++) {
         if (ops[a].dev < 0 || ops[a].n == 0) {
@@ -364,8 +437,21 @@ fc_defer_run(FcCtx *c)
             ops[idx[k]].n = 0;      /* submitted */
         }
     }
+    if (!all) {
+        /* torch's own copy would have read the bytes before the change;
+           they are gone */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "fastcopy: the storage of a tensor being deep-copied was "
+                        "resized before its bytes were copied");
+        goto done;
+    }
     rc = 0;
 done:
+    if (et != NULL) {
+        /* the first error wins */
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
     if (cpu != ops) {
         PyMem_Free(cpu);
     }
@@ -407,29 +493,45 @@ fc_defer_end(FcCtx *c, PyObject *y)
     return NULL;
 }
 
-/* Copy n bytes from src to dst on device dev (-1: host) and stream, now or
-   at the next flush; src_owner and dst_owner keep both buffers alive until
-   then (borrowed here).  0 | -1+exc */
+/* Will fc_defer_copy(n, dev) record the copy rather than run it?  Then the
+   caller hands it the storages and offsets.  1 | 0 */
+FC_INLINE int
+fc_defer_queued(FcState *st, size_t n, int dev)
+{
+    return st->torch_defer && n > 0 && (dev >= 0 || n >= FC_NOGIL_MIN);
+}
+
+/* Copy n bytes from src to dst on device dev (-1: host) and stream.
+   When fc_defer_queued(n, dev), the copy is recorded for the next flush:
+   src is byte src_off of the torch storage src_store, dst byte dst_off of
+   dst_store (borrowed here, kept until then; see the top of the file).
+   Otherwise it runs now (the stores may be NULL).  Either way the caller
+   read the addresses after its last call that could run Python code.
+   0 | -1+exc */
 static int
-fc_defer_copy(FcCtx *c, char *dst, const char *src, size_t n, int dev,
-              uintptr_t stream, PyObject *src_owner, PyObject *dst_owner)
+fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
+              const char *src, PyObject *src_store, size_t src_off,
+              size_t n, int dev, uintptr_t stream)
 {
     FcState *st = c->st;
     if (n == 0) {
         return 0;
     }
-    if (dev < 0 && n < FC_NOGIL_MIN) {
-        /* a small host copy costs less than recording it, and nothing is
-           gained by running it later: it runs now */
-        memcpy(dst, src, n);
-        return 0;
-    }
-    if (!st->torch_defer) {
+    if (!fc_defer_queued(st, n, dev)) {
         FcCopyOp op = {dst, src, n, NULL, NULL, dev, stream};
         if (dev < 0) {
-            fc_defer_host(st, &op, 1, n);
+            /* a small host copy costs less than recording it, and nothing
+               is gained by running it later */
+            if (n < FC_NOGIL_MIN) {
+                memcpy(dst, src, n);
+            }
+            else {
+                fc_defer_host(&op, 1, n, fc_defer_threads(st, n));
+            }
             return 0;
         }
+        /* (fc_torch_where loaded the CUDA module before any address was
+           read) */
         Py_ssize_t zero = 0;
         return fc_defer_cuda(st, &op, &zero, 1);
     }
@@ -444,11 +546,12 @@ fc_defer_copy(FcCtx *c, char *dst, const char *src, size_t n, int dev,
         c->capops = cap;
     }
     FcCopyOp *op = &c->ops[c->nops++];
-    op->dst = dst;
-    op->src = src;
+    /* queued: offsets until fc_defer_resolve */
+    op->dst = (char *)(uintptr_t)dst_off;
+    op->src = (const char *)(uintptr_t)src_off;
     op->n = n;
-    op->src_owner = Py_NewRef(src_owner);
-    op->dst_owner = Py_NewRef(dst_owner);
+    op->src_owner = Py_NewRef(src_store);
+    op->dst_owner = Py_NewRef(dst_store);
     op->dev = dev;
     op->stream = stream;
     return 0;

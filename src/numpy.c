@@ -25,8 +25,20 @@
  *   - subclasses (matrix, MaskedArray, recarray, user classes) and numpy
  *     scalars are never ours: their own __deepcopy__ runs.
  * With numpy_pool on, the copy's data comes from pool.c through a NEP 49
- * PyDataMem_Handler that is set in a private copy of the current context
- * only around our allocation call: no other allocation ever sees it.
+ * PyDataMem_Handler.  numpy's handler is a context variable: it is set
+ * once in a private context (st->np_handler, made empty when the module
+ * loads; the handler goes in at configure(numpy_pool=True), or at the
+ * first pooled copy if numpy was not imported then; st->np_checked says it
+ * is in), and that context is entered only around our own allocation
+ * call: no other allocation ever sees the handler, and a pooled copy sets
+ * no context variable -- nothing there can fail midway.  (Made at module
+ * load because CPython 3.11's PyContext_New crashes when its second
+ * allocation fails.)
+ *
+ * User code mid-copy (a finalizer, on 3.10/3.11 at any allocation of a
+ * tracked object; an element's __deepcopy__) may resize an array with
+ * refcheck=False: no length, shape or data pointer of an array is used
+ * across anything that can run it without being read again.
  */
 #include "fastcopy.h"
 
@@ -172,14 +184,42 @@ fc_np_api(FcState *st)
     return st->np_api > 0;
 }
 
-/* The pool's handler capsule.  borrowed | NULL+exc */
+/* The private context in which numpy's handler is the pool's, the
+   handler set in it the first time (arrays allocated there keep the
+   capsule alive themselves).  Needs the C API.  borrowed | NULL+exc */
 static PyObject *
-fc_np_handler_capsule(FcState *st)
+fc_np_pool_context(FcState *st)
 {
-    if (st->np_handler == NULL) {
-        st->np_handler = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
+    PyObject *ctx = st->np_handler, *cap = NULL, *old = NULL;
+    if (FC_LIKELY(st->np_checked) || ctx == NULL) {
+        if (ctx == NULL) {
+            PyErr_SetString(PyExc_SystemError, "fastcopy: no pool context");
+        }
+        return ctx;
     }
-    return st->np_handler;
+    Py_INCREF(ctx);
+    cap = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
+    if (cap == NULL || PyContext_Enter(ctx) < 0) {
+        goto done;
+    }
+    old = PyDataMem_SetHandler(cap);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int exited = PyContext_Exit(ctx);
+    if (exited < 0) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+    }
+    else {
+        PyErr_Restore(et, ev, tb);
+    }
+    st->np_checked = old != NULL && exited == 0;
+done:
+    Py_XDECREF(old);
+    Py_XDECREF(cap);
+    Py_DECREF(ctx);
+    return st->np_checked ? st->np_handler : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -214,31 +254,28 @@ fc_np_new_like(FcState *st, PyArrayObject *a, int pooled)
     if (!pooled) {
         return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
-    PyObject *cap = fc_np_handler_capsule(st);
-    if (cap == NULL) {
-        return NULL;
-    }
-    /* numpy's handler is a context variable: set it in a private copy of
-       the current context, so that no other code, thread or task can
-       allocate from it and the caller's context is left as it was */
-    PyObject *ctx = PyContext_CopyCurrent();
+    /* the pool's context, entered only around the allocation, so that no
+       other code, thread or task allocates from it and the caller's
+       context is left as it was */
+    PyObject *ctx = fc_np_pool_context(st);
     if (ctx == NULL) {
-        return NULL;
+        /* the pool is only an optimization */
+        PyErr_Clear();
+        return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
+    Py_INCREF(ctx);
     if (PyContext_Enter(ctx) < 0) {
+        /* entered already: a finalizer or another thread copying in the
+           middle of our allocation.  The pool is only an optimization. */
         Py_DECREF(ctx);
-        return NULL;
+        PyErr_Clear();
+        return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
-    PyObject *y = NULL;
-    PyObject *old = PyDataMem_SetHandler(cap);
-    if (old != NULL) {
-        Py_DECREF(old);
-        y = PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
-    }
+    PyObject *y = PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     if (PyContext_Exit(ctx) < 0) {
-        /* cannot happen: ctx is the current context of this thread */
+        /* only if code run in between left another context entered */
         Py_CLEAR(y);
         Py_XDECREF(et);
         Py_XDECREF(ev);
@@ -287,6 +324,13 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         return NULL;
     }
     PyArrayObject *b = (PyArrayObject *)y;
+    if ((Py_ssize_t)PyArray_NBYTES(a) != nbytes || PyArray_DESCR(a) != d
+        || !(PyArray_IS_C_CONTIGUOUS(a) || PyArray_IS_F_CONTIGUOUS(a))) {
+        /* a finalizer resized a (refcheck=False) while y was allocated:
+           numpy's own copy of a as it is now */
+        Py_DECREF(y);
+        return PyArray_NewCopy(a, NPY_KEEPORDER);
+    }
     /* NewLikeArray(KEEPORDER) keeps a contiguous layout; be sure */
     if ((Py_ssize_t)PyArray_NBYTES(b) != nbytes
         || !(PyArray_IS_C_CONTIGUOUS(a) ? PyArray_IS_C_CONTIGUOUS(b)
@@ -381,7 +425,8 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
     FcState *st = c->st;
     npy_intp offs[FC_NP_MAX_SLOTS];
     int nslots = 0;
-    if (fc_np_slots(PyArray_DESCR(a), 0, offs, &nslots) || !fc_np_std_deepcopy(st)) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    if (fc_np_slots(d, 0, offs, &nslots) || !fc_np_std_deepcopy(st)) {
         return NULL;
     }
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
@@ -391,19 +436,26 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
     }
     PyArrayObject *b = (PyArrayObject *)y;
     npy_intp size = PyArray_SIZE(b);
-    if (size == 0 || nslots == 0) {
-        return y;
-    }
     /* a dense copy is visited in memory order by numpy's KEEPORDER
-       iterator; C/F-contiguous ones are certainly dense */
-    if (!PyArray_IS_C_CONTIGUOUS(b) && !PyArray_IS_F_CONTIGUOUS(b)) {
+       iterator; C/F-contiguous ones are certainly dense.  The slots were
+       found from a's dtype before the copy: it must be b's. */
+    if (PyArray_DESCR(b) != d
+        || (!PyArray_IS_C_CONTIGUOUS(b) && !PyArray_IS_F_CONTIGUOUS(b))) {
         Py_DECREF(y);
         return NULL;
+    }
+    if (size == 0 || nslots == 0) {
+        return y;
     }
     if (fc_stack_check() < 0 || Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
         Py_DECREF(y);
         return NULL;
     }
+    /* The items are copied from b (numpy's NewCopy took references to
+       a's), so a hook that resizes a changes nothing here, as in numpy's
+       own loop.  b is not published yet; still, user code runs at every
+       item, so its buffer is read again after each (a resized b would
+       have freed it). */
     char *data = PyArray_BYTES(b);
     npy_intp isz = PyArray_ITEMSIZE(b);
     for (npy_intp i = 0; i < size; i++) {
@@ -415,6 +467,14 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
             Py_INCREF(item);
             r = fc_walk(c, item);
             Py_DECREF(item);
+            if (r != NULL && (PyArray_BYTES(b) != data || PyArray_SIZE(b) != size
+                              || PyArray_DESCR(b) != d)) {
+                Py_DECREF(r);
+                r = NULL;
+                PyErr_SetString(PyExc_RuntimeError,
+                                "fastcopy: an array was resized while its items "
+                                "were deep-copied");
+            }
             if (r == NULL) {
                 Py_LeaveRecursiveCall();
                 Py_DECREF(y);
@@ -448,7 +508,30 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
     return fc_memo_done(c, x, y);
 }
 
+/* configure(numpy_pool=True): the pool's context ready now if numpy's C
+   API can be had.  0 | -1+exc */
+static int
+fc_np_prepare_pool(FcState *st)
+{
+    if (st->np_ndarray == NULL || !fc_np_api(st)) {
+        return 0;
+    }
+    return fc_np_pool_context(st) == NULL ? -1 : 0;
+}
+
 #else  /* !FC_HAVE_NUMPY: arrays take their own __deepcopy__ */
+
+static int
+fc_np_find(FcState *st)
+{
+    return 0;
+}
+
+static int
+fc_np_prepare_pool(FcState *st)
+{
+    return 0;
+}
 
 static int
 fc_np_kind(FcState *st, PyTypeObject *tp)
@@ -584,6 +667,18 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (pool >= 0 || pool_max >= 0) {
         size_t cached, maxb, hits, misses;
         fc_pool_stats(&cached, &maxb, &hits, &misses);
+        if (pool > 0) {
+            /* the pool's context, now rather than in a copy, when numpy
+               is imported already */
+            if (st->np_ndarray == NULL && fc_np_find(st) < 0) {
+                Py_DECREF(old);
+                return NULL;
+            }
+            if (fc_np_prepare_pool(st) < 0) {
+                Py_DECREF(old);
+                return NULL;
+            }
+        }
         if (pool >= 0) {
             st->np_pool = pool;
         }
@@ -714,6 +809,12 @@ fc_np_exec(PyObject *module, FcState *st)
     st->np_par_min = FC_NP_DEFAULT_PAR_MIN;
     st->np_pool = 0;
     st->np_pool_min = (Py_ssize_t)FC_POOL_MIN;
+    /* the pool's private context, empty: see the top of the file */
+    st->np_checked = 0;
+    st->np_handler = PyContext_New();
+    if (st->np_handler == NULL) {
+        return -1;
+    }
     st->torch_defer = 1;
     st->torch_cuda = 0;
     st->torch_fake_device = -1;

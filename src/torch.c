@@ -232,6 +232,14 @@ static const char *const fc_torch_probes[] = {
 
 /* plan.c */
 static int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
+/* defer.c: fastcopy._cuda's C API, imported at the first call (the API |
+   NULL+exc); will fc_defer_copy record rather than run (1 | 0); copy now
+   or at the next flush (0 | -1+exc; contracts there) */
+static const FcCudaCAPI *fc_cuda_api(FcState *st);
+FC_INLINE int fc_defer_queued(FcState *st, size_t n, int dev);
+static int fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
+                         const char *src, PyObject *src_store, size_t src_off,
+                         size_t n, int dev, uintptr_t stream);
 
 /* ------------------------------------------------------------------ */
 /* Finding torch                                                       */
@@ -332,11 +340,17 @@ fc_torch_init(FcState *st)
     PyObject *cmod = fc_torch_module("torch._C");
     PyObject *names = NULL, *attr_names = NULL, *attrs = NULL, *probes = NULL;
     PyObject *tensor = NULL, *param = NULL, *ustorage = NULL, *tstorage = NULL;
-    PyObject *strided = NULL, *preserve = NULL;
+    PyObject *strided = NULL, *preserve = NULL, *dc = NULL;
     int rc;
     if (torch == NULL || tmod == NULL || smod == NULL || pmod == NULL || cmod == NULL) {
         return 0;   /* not imported (or still importing): look again later */
     }
+    /* strong: the lookups below may run a module __getattr__, or collect */
+    Py_INCREF(torch);
+    Py_INCREF(tmod);
+    Py_INCREF(smod);
+    Py_INCREF(pmod);
+    Py_INCREF(cmod);
     tensor = PyObject_GetAttrString(tmod, "Tensor");
     param = PyObject_GetAttrString(pmod, "Parameter");
     ustorage = PyObject_GetAttrString(smod, "UntypedStorage");
@@ -395,8 +409,10 @@ fc_torch_init(FcState *st)
         }
         PyTuple_SET_ITEM(attr_names, i, s);
         PyObject *v = _PyType_Lookup(fc_torch_owner(st, a->owner), s);
+        v = Py_NewRef(v == NULL ? Py_None : v);
+        PyTuple_SET_ITEM(attrs, i, v);
         if (a->names != NULL) {
-            int r = v == NULL ? 0 : fc_torch_fingerprint(v, a->names);
+            int r = v == Py_None ? 0 : fc_torch_fingerprint(v, a->names);
             if (r < 0) {
                 goto error;
             }
@@ -404,21 +420,24 @@ fc_torch_init(FcState *st)
                 goto never;
             }
         }
-        PyTuple_SET_ITEM(attrs, i, Py_NewRef(v == NULL ? Py_None : v));
     }
     /* torch's storage path calls copy.deepcopy (torch.storage's `copy`)
        and _tensor.py's `from copy import deepcopy`: both must be the
        stdlib's function (patched or not, it is the same object) */
-    PyObject *dc = PyDict_GetItemString(st->copy_globals, "deepcopy");
+    dc = PyDict_GetItemString(st->copy_globals, "deepcopy");
     if (dc == NULL || !PyFunction_Check(dc)) {
+        dc = NULL;
         goto never;
     }
-    Py_XSETREF(st->torch_names, names);
-    Py_XSETREF(st->torch_attr_names, attr_names);
-    Py_XSETREF(st->torch_attrs, attrs);
-    Py_XSETREF(st->torch_probes, probes);
-    Py_XSETREF(st->torch_strided, strided);
-    Py_XSETREF(st->torch_preserve, preserve);
+    Py_INCREF(dc);
+    /* new references: the locals are released on every path below (a
+       later `never` must not release what the state now owns) */
+    Py_XSETREF(st->torch_names, Py_NewRef(names));
+    Py_XSETREF(st->torch_attr_names, Py_NewRef(attr_names));
+    Py_XSETREF(st->torch_attrs, Py_NewRef(attrs));
+    Py_XSETREF(st->torch_probes, Py_NewRef(probes));
+    Py_XSETREF(st->torch_strided, Py_NewRef(strided));
+    Py_XSETREF(st->torch_preserve, Py_NewRef(preserve));
     Py_XSETREF(st->torch_copy_deepcopy, Py_NewRef(dc));
     Py_XSETREF(st->torch_tensor_globals, Py_NewRef(PyModule_GetDict(tmod)));
     Py_XSETREF(st->torch_storage_globals, Py_NewRef(PyModule_GetDict(smod)));
@@ -515,11 +534,8 @@ fc_torch_init(FcState *st)
     st->torch_us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
     st->torch_ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
     st->torch_checked = 1;
-    Py_DECREF(tensor);
-    Py_DECREF(param);
-    Py_DECREF(ustorage);
-    Py_DECREF(tstorage);
-    return 1;
+    rc = 1;
+    goto release;
 
 never:
     st->torch_checked = -1;
@@ -543,6 +559,12 @@ release:
     Py_XDECREF(tstorage);
     Py_XDECREF(strided);
     Py_XDECREF(preserve);
+    Py_XDECREF(dc);
+    Py_DECREF(torch);
+    Py_DECREF(tmod);
+    Py_DECREF(smod);
+    Py_DECREF(pmod);
+    Py_DECREF(cmod);
     return rc;
 }
 
@@ -767,6 +789,89 @@ fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
     return *res == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
+/* A torch storage's address and size now: two C getters, no Python code.
+   (defer.c re-reads them at each flush.)  0 | -1+exc */
+static int
+fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size_t *nbytes)
+{
+    Py_ssize_t n;
+    void *p;
+    if (fc_torch_ptr(st, store, TA_US_DATA_PTR, &p) < 0
+        || fc_torch_ssize(st, store, TA_US_NBYTES, 1, &n) < 0) {
+        return -1;
+    }
+    *base = p;
+    *nbytes = n < 0 ? 0 : (size_t)n;
+    return 0;
+}
+
+/* x.untyped_storage(), for a copy defer.c records.  It may allocate (and
+   so collect): take it before the addresses are read.  new ref | NULL+exc
+   | NULL: not an UntypedStorage */
+static PyObject *
+fc_torch_store_of(FcState *st, PyObject *x)
+{
+    PyObject *s = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
+    if (s != NULL && (PyObject *)Py_TYPE(s) != st->torch_ustorage) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Is [p, p+n) inside storage s?  Its offset in *off.  1 | 0 | -1+exc */
+static int
+fc_torch_span(FcState *st, PyObject *s, const char *p, size_t n, size_t *off)
+{
+    char *b;
+    size_t nb;
+    if (fc_torch_storage_addr(st, s, &b, &nb) < 0) {
+        return -1;
+    }
+    if (b == NULL || p < b || (size_t)(p - b) > nb || nb - (size_t)(p - b) < n) {
+        return 0;
+    }
+    *off = (size_t)(p - b);
+    return 1;
+}
+
+/* Allocating a result (empty_like, untyped_storage) can run user code in
+   two ways: on 3.10/3.11 a garbage collection starts inside the
+   allocation and runs finalizers, and torch drops the GIL in the op, so
+   another thread may run (its finalizers too, on any version).  Such code
+   may rebind x.data, set_() or resize x or its storage, after x's address
+   and size were read.  When this thread is the interpreter's only one,
+   collections are held off around the allocations (no other code can see
+   the switch) and the addresses read before stay good; otherwise the
+   caller reads them again after.  Returns what fc_torch_gc_resume needs:
+   1 alone, collections held | 2 alone | 0 not alone (re-read) */
+static int
+fc_torch_gc_hold(void)
+{
+    PyThreadState *h = PyInterpreterState_ThreadHead(PyInterpreterState_Get());
+    if (h == NULL || PyThreadState_Next(h) != NULL) {
+        return 0;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    /* 3.12+ collect at the eval breaker only: never inside a C call */
+    return PyGC_Disable() ? 1 : 2;
+#else
+    return 2;
+#endif
+}
+
+static void
+fc_torch_gc_resume(int held)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    if (held == 1) {
+        PyGC_Enable();
+    }
+#else
+    (void)held;
+#endif
+}
+
 /* Is x quantized or conj?  Asked through its dtype first, with a getter:
    TensorImpl::_set_conj asserts a complex dtype, and a quantized tensor
    needs a quantized dtype ("Creation of quantized tensor requires
@@ -830,7 +935,7 @@ fc_torch_device_ok(FcState *st, PyObject *x)
 /* Where the bytes of x (accepted by fc_torch_device_ok, which returned
    known; 0: not asked) live: *dev -1 for host memory, else its CUDA device,
    with torch's current stream there -- the stream torch's own copy_ would
-   run on.  0 | -1+exc */
+   run on.  Call before reading x's address: it may import.  0 | -1+exc */
 static int
 fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
 {
@@ -842,7 +947,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
         /* tests: host copies sent through the CUDA path (fake driver) */
         *dev = st->torch_fake_device;
         *stream = st->torch_fake_stream;
-        return 0;
+        return *dev >= 0 && fc_cuda_api(st) == NULL ? -1 : 0;
     }
     Py_ssize_t d;
     if (fc_torch_ssize(st, x, TA_T_GET_DEVICE, 1, &d) < 0) {
@@ -874,7 +979,9 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
     }
     *dev = (int)d;
     *stream = (uintptr_t)h;
-    return 0;
+    /* the first CUDA copy imports fastcopy._cuda: now, before any address
+       is read, not at the copy */
+    return fc_cuda_api(st) == NULL ? -1 : 0;
 }
 
 /* Is x (an exact torch.Tensor) one we copy natively?  depth counts .grad
@@ -942,17 +1049,29 @@ fc_torch_storage_clone(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
     if (y == NULL) {
         goto done;
     }
-    Py_ssize_t n = PyLong_AsSsize_t(nb);
-    if (n == -1 && PyErr_Occurred()) {
+    Py_ssize_t n = PyLong_AsSsize_t(nb), un;
+    if ((n == -1 && PyErr_Occurred())
+        || fc_torch_ssize(st, us, TA_US_NBYTES, 1, &un) < 0) {
         goto error;
     }
+    if (un != n) {
+        /* a finalizer resized us while y was allocated: torch's copy_
+           says what happens */
+        PyObject *v = PyObject_CallMethodOneArg(y, TN(st, TN_COPY), us);
+        if (v == NULL) {
+            goto error;
+        }
+        Py_DECREF(v);
+        goto done;
+    }
     if (n > 0) {
+        /* no allocation from here to the copy (or its record) */
         if (fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
             || fc_torch_ptr(st, y, TA_US_DATA_PTR, &dst) < 0) {
             goto error;
         }
         if (src != NULL && dst != NULL
-            && fc_defer_copy(c, dst, src, (size_t)n, dev, stream, us, y) < 0) {
+            && fc_defer_copy(c, dst, y, 0, src, us, 0, (size_t)n, dev, stream) < 0) {
             goto error;
         }
     }
@@ -985,11 +1104,11 @@ fc_torch_storage_deep(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
         return NULL;
     }
     tm = PyDict_SetDefault(c->memo, TN(st, TN_TORCH), fresh);
+    Py_XINCREF(tm);
     Py_DECREF(fresh);
     if (tm == NULL) {
         return NULL;
     }
-    Py_INCREF(tm);
     cdata = PyObject_GetAttr(us, TN(st, TN_CDATA));
     if (cdata == NULL) {
         goto done;
@@ -1034,10 +1153,10 @@ static PyObject *
 fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t stream)
 {
     FcState *st = c->st;
-    PyObject *t = NULL, *nus = NULL, *cdata = NULL, *tm, *v;
+    PyObject *t = NULL, *nus = NULL, *cdata = NULL, *tm = NULL, *v;
     Py_ssize_t off, n, un;
     void *src, *dst;
-    int r;
+    int r, held;
     if ((PyObject *)Py_TYPE(us) != st->torch_ustorage) {
         return NULL;
     }
@@ -1058,12 +1177,12 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     if (cdata == NULL) {
         goto decline;
     }
+    /* strong: a key's __eq__ in the sub-memo may replace it */
     tm = PyDict_GetItemWithError(c->memo, TN(st, TN_TORCH));
     if (tm != NULL) {
-        if (!PyDict_CheckExact(tm)) {
-            goto decline;
-        }
-        r = PyDict_Contains(tm, cdata);
+        Py_INCREF(tm);
+        r = PyDict_CheckExact(tm) ? PyDict_Contains(tm, cdata) : 1;
+        Py_CLEAR(tm);
         if (r != 0) {
             goto decline;
         }
@@ -1071,22 +1190,28 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     else if (PyErr_Occurred()) {
         goto decline;
     }
+    held = fc_torch_gc_hold();
     t = PyObject_CallOneArg(st->torch_empty_like, x);
-    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch_tensor) {
-        goto decline;
+    if (t != NULL) {
+        nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
     }
-    nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
-    if (nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch_ustorage
+    fc_torch_gc_resume(held);
+    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch_tensor
+        || nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch_ustorage
         || fc_torch_ssize(st, nus, TA_US_NBYTES, 1, &un) < 0 || un != n) {
         goto decline;
     }
     if (n > 0) {
-        if (fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
+        /* us is ours, but code run by the two allocations above may have
+           resized it (fc_torch_gc_hold): its size again then.  No
+           allocation from here up to the copy (or its record). */
+        if ((!held && (fc_torch_ssize(st, us, TA_US_NBYTES, 1, &un) < 0 || un != n))
+            || fc_torch_ptr(st, us, TA_US_DATA_PTR, &src) < 0
             || fc_torch_ptr(st, nus, TA_US_DATA_PTR, &dst) < 0
             || src == NULL || dst == NULL) {
             goto decline;
         }
-        if (fc_defer_copy(c, dst, src, (size_t)n, dev, stream, us, nus) < 0) {
+        if (fc_defer_copy(c, dst, nus, 0, src, us, 0, (size_t)n, dev, stream) < 0) {
             goto error;
         }
     }
@@ -1109,17 +1234,20 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
         goto error;
     }
     tm = PyDict_SetDefault(c->memo, TN(st, TN_TORCH), v);
+    Py_XINCREF(tm);
     Py_DECREF(v);
     if (tm == NULL || PyObject_SetItem(tm, cdata, nus) < 0
         || fc_memo_finish(c, us, nus) < 0) {
         goto error;
     }
+    Py_DECREF(tm);
     Py_DECREF(nus);
     Py_DECREF(cdata);
     return t;
 decline:
     PyErr_Clear();
 error:
+    Py_XDECREF(tm);
     Py_XDECREF(t);
     Py_XDECREF(nus);
     Py_XDECREF(cdata);
@@ -1179,10 +1307,26 @@ storage_done:;
         goto error;
     }
     if (g != Py_None) {
-        /* self.grad.__deepcopy__(memo): a direct call, no keep-alive */
+        /* self.grad.__deepcopy__(memo): a direct call, no keep-alive.  The
+           grad was vetted before the first allocation; a finalizer may have
+           replaced it since (say by a sparse one): vetted again, and its own
+           __deepcopy__ when declined */
         int r = fc_memo_lookup(c, g, &ng);
-        if (r < 0 || (r == 0 && (ng = fc_torch_tensor_deep(c, g)) == NULL)
-            || PyObject_SetAttr(t, TN(st, TN_GRAD), ng) < 0) {
+        if (r == 0) {
+            r = fc_torch_tensor_ok(st, g, 1);
+            if (r < 0) {
+                PyErr_Clear();      /* torch's own path decides what to raise */
+                r = 0;
+            }
+            if (r > 0) {
+                ng = fc_torch_tensor_deep(c, g);
+            }
+            else if (fc_defer_flush(c) == 0) {
+                ng = PyObject_CallMethodOneArg(g, st->s_deepcopy, c->memo);
+            }
+            r = ng == NULL ? -1 : 1;
+        }
+        if (r < 0 || PyObject_SetAttr(t, TN(st, TN_GRAD), ng) < 0) {
             goto error;
         }
     }
@@ -1219,10 +1363,11 @@ static PyObject *
 fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
-    PyObject *v = NULL, *y = NULL;
-    void *src, *dst;
-    Py_ssize_t n;
-    int dev;
+    PyObject *v = NULL, *y = NULL, *xs = NULL, *ys = NULL;
+    void *src, *src2, *dst;
+    Py_ssize_t n, n2;
+    size_t soff = 0, doff = 0;
+    int dev, held;
     uintptr_t stream;
     if (fc_torch_special(st, x) != 0
         || fc_torch_is(st, x, TA_T_IS_NEG, 1) != 0
@@ -1234,24 +1379,47 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         goto fail;
     }
     Py_CLEAR(v);
-    if (fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n) < 0 || n < 0
-        || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)
-        || fc_torch_where(st, x, known, &dev, &stream) < 0) {
+    if (fc_torch_where(st, x, known, &dev, &stream) < 0
+        || fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n) < 0 || n < 0
+        || fc_torch_ptr(st, x, TA_T_DATA_PTR, &src) < 0 || (src == NULL && n > 0)) {
         goto fail;
     }
+    held = fc_torch_gc_hold();
     y = PyObject_CallOneArg(st->torch_empty_like, x);
-    if (y == NULL || fc_torch_ptr(st, y, TA_T_DATA_PTR, &dst) < 0
-        || (dst == NULL && n > 0)) {
+    if (y != NULL && fc_defer_queued(st, (size_t)n, dev)) {
+        if ((xs = fc_torch_store_of(st, x)) != NULL) {
+            ys = fc_torch_store_of(st, y);
+        }
+    }
+    fc_torch_gc_resume(held);
+    if (y == NULL || (fc_defer_queued(st, (size_t)n, dev) && ys == NULL)) {
+        goto fail;
+    }
+    /* y was shaped from x before the allocations: x must still be those
+       bytes (fc_torch_gc_hold).  No allocation from here to the copy (or
+       its record). */
+    if ((!held && (fc_torch_ptr(st, x, TA_T_DATA_PTR, &src2) < 0 || src2 != src
+                   || fc_torch_ssize(st, x, TA_T_NBYTES, 0, &n2) < 0 || n2 != n))
+        || fc_torch_ptr(st, y, TA_T_DATA_PTR, &dst) < 0 || (dst == NULL && n > 0)) {
+        goto fail;
+    }
+    if (xs != NULL
+        && (fc_torch_span(st, xs, src, (size_t)n, &soff) != 1
+            || fc_torch_span(st, ys, dst, (size_t)n, &doff) != 1)) {
         goto fail;
     }
     /* the last step: a failure to record leaves nothing to undo */
-    if (n > 0 && fc_defer_copy(c, dst, src, (size_t)n, dev, stream, x, y) < 0) {
+    if (n > 0 && fc_defer_copy(c, dst, ys, doff, src, xs, soff, (size_t)n, dev, stream) < 0) {
         goto fail;
     }
+    Py_XDECREF(xs);
+    Py_XDECREF(ys);
     return y;
 fail:
     Py_XDECREF(v);
     Py_XDECREF(y);
+    Py_XDECREF(xs);
+    Py_XDECREF(ys);
     return NULL;
 }
 
@@ -1340,7 +1508,10 @@ fc_torch_param_ok(FcState *st, PyObject *x)
         if (!PyDict_CheckExact(*dp)) {
             return 0;
         }
-        int has = PyDict_Contains(*dp, st->s_deepcopy);
+        /* strong: a key's __eq__ may replace x.__dict__ */
+        PyObject *d = Py_NewRef(*dp);
+        int has = PyDict_Contains(d, st->s_deepcopy);
+        Py_DECREF(d);
         if (has != 0) {
             return has < 0 ? -1 : 0;
         }

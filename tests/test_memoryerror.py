@@ -9,6 +9,9 @@
    ``sys.getallocatedblocks()`` unchanged after a repeat of the same attempt).
 2. A huge copy under an address-space limit (``RLIMIT_AS``): MemoryError, source intact, and the
    partial copy freed.
+3. The same sweeps over numpy arrays with ``configure(numpy_pool=True)`` (numpy installed):
+   never a crash, MemoryError or a correct copy, and numpy's allocator context variable
+   always back to the default handler -- also when the pool's private context is being made.
 
 The sweeps run in a subprocess: a failing allocation inside the interpreter's own machinery can
 take pytest down with it. Skipped when ``_testcapi`` is not importable.
@@ -191,10 +194,103 @@ def _huge(impl_name, n):
     }
 
 
+def _numpy_src():
+    import numpy as np
+    shared = [1, "shared"]
+    o = np.empty(8, dtype=object)
+    for i in range(8):
+        o[i] = [i, shared]
+    big = np.arange(1 << 18, dtype=np.float64)         # 2 MiB: from the pool
+    return {"big": big, "bigT": big.reshape(512, 512).T, "obj": o,
+            "small": np.arange(10, dtype=np.int32), "again": [big, o, shared]}
+
+
+def _numpy_problems(src, res):
+    import numpy as np
+    p = []
+    if not (type(res) is dict and sorted(res) == sorted(src)):
+        return ["keys %r" % (sorted(res) if type(res) is dict else type(res),)]
+    for k in ("big", "bigT", "small"):
+        if not (type(res[k]) is np.ndarray and res[k].shape == src[k].shape
+                and np.array_equal(res[k], src[k]) and res[k] is not src[k]):
+            p.append(k)
+    if res["obj"].tolist() != src["obj"].tolist() or res["obj"][0][1] is src["obj"][0][1]:
+        p.append("obj")
+    a = res["again"]
+    if not (a[0] is res["big"] and a[1] is res["obj"] and a[2] is res["obj"][0][1]):
+        p.append("aliasing")
+    return p
+
+
+def _handler_names():
+    try:
+        from numpy._core.multiarray import get_handler_name
+    except ImportError:
+        from numpy.core.multiarray import get_handler_name
+    import numpy as np
+    return get_handler_name(), get_handler_name(np.empty(1 << 18))
+
+
+def _numpy_pool_sweep(mode, first, last, step, lazy=False):
+    """MemoryError or a correct copy at every failing index, the handler restored.  lazy:
+    the pool is turned on before numpy is imported, so its handler is put in the pool's
+    context by the first pooled copy (not swept: see NoMemoryNumpyPool)."""
+    import fastcopy
+    if not lazy:
+        import numpy  # noqa: F401
+    fastcopy.configure(numpy_pool=True)
+    src = _numpy_src()
+    out = {"memoryerror": 0, "ok": 0, "pooled": 0, "other": [], "wrong": [], "handler": []}
+    for i in range(first, last, step):
+        res, exc = _attempt(fastcopy, src, i, i + 1 if mode == "single" else 0)
+        names = _handler_names()
+        if names != ("default_allocator", "default_allocator"):
+            out["handler"].append([i, names])
+        if exc is None:
+            out["ok"] += 1
+            p = _numpy_problems(src, res)
+            if p:
+                out["wrong"].append([i, p])
+            try:
+                from numpy._core.multiarray import get_handler_name
+            except ImportError:
+                from numpy.core.multiarray import get_handler_name
+            out["pooled"] += get_handler_name(res["big"]) == "fastcopy_pool"
+        elif isinstance(exc, MemoryError):
+            out["memoryerror"] += 1
+        else:
+            out["other"].append([i, "%s: %s" % (type(exc).__name__, exc)])
+        del res, exc
+    p = _numpy_problems(src, fastcopy.deepcopy(src))
+    if p:
+        out["wrong"].append(["after", p])
+    return out
+
+
+def _numpy_pool_count():
+    import fastcopy
+    fastcopy.configure(numpy_pool=True)
+    src = _numpy_src()
+    lo, hi = 0, 1 << 16
+    while lo < hi:
+        mid = (lo + hi) // 2
+        _, exc = _attempt(fastcopy, src, mid, 0)
+        if exc is None:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def _worker(argv):
     sys.path.insert(0, ROOT)
     kind = argv[0]
-    if kind == "count":
+    if kind == "npcount":
+        result = _numpy_pool_count()
+    elif kind == "npsweep":
+        result = _numpy_pool_sweep(argv[1], int(argv[2]), int(argv[3]), int(argv[4]),
+                                   len(argv) > 5 and argv[5] == "lazy")
+    elif kind == "count":
         result = _count_allocations(argv[1], argv[2])
     elif kind == "sweep":
         result = _sweep(argv[1], argv[2], argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
@@ -259,6 +355,47 @@ class NoMemorySweep(unittest.TestCase):
 
     def test_failing_from_index_on(self):
         self._all("from")
+
+
+def _have_numpy():
+    # without importing numpy: the lazy sweep needs a worker where it is not imported yet
+    import importlib.util
+    return (importlib.util.find_spec("numpy") is not None
+            and importlib.util.find_spec("fastcopy") is not None)
+
+
+@unittest.skipUnless(HAVE_NOMEMORY and _have_numpy(), "needs _testcapi.set_nomemory, numpy")
+class NoMemoryNumpyPool(unittest.TestCase):
+    """configure(numpy_pool=True): the pool's handler is set once in a private context, which
+    is entered around each pooled allocation; failing allocations anywhere in a copy -- the
+    arrays, the items' copies, entering the context -- raise MemoryError and leave numpy's
+    handler context variable as it was.
+
+    Not swept: the one ContextVar set that puts the handler in the context.  configure()
+    does it when numpy is imported already; otherwise the first pooled copy does, and there
+    a failing allocation can crash CPython itself (ContextVar.set segfaults when both its
+    token and its new mapping fail to allocate: 3.10 to 3.13) -- the reason it is done once,
+    not per copy."""
+
+    def _check(self, mode):
+        n = _run_worker("npcount")
+        step = 1 if os.environ.get("FASTCOPY_NOMEM_DENSE") else n // 150 + 1
+        # dense over the first indices: the context is made at the first pooled copy
+        for lo, hi, st in ((0, min(n + 5, 60), 1), (0, n + 5, step)):
+            out = _run_worker("npsweep", mode, str(lo), str(hi), str(st))
+            detail = "%s (%d allocations): %s" % (mode, n, json.dumps(out, indent=1)[:4000])
+            self.assertEqual(out["other"], [], detail)
+            self.assertEqual(out["wrong"], [], detail)
+            self.assertEqual(out["handler"], [], detail)
+            self.assertGreater(out["memoryerror"], 0, detail)
+            self.assertGreater(out["ok"], 0, detail)
+            self.assertGreater(out["pooled"], 0, detail)
+
+    def test_single_failure(self):
+        self._check("single")
+
+    def test_failing_from_index_on(self):
+        self._check("from")
 
 
 @unittest.skipIf(SANITIZED or not sys.platform.startswith("linux"),
