@@ -455,7 +455,7 @@ fc_cow_own(FcCowDict *self)
     while (!self->busy && !FC_COW_UNIQUE((PyObject *)self->tab)) {
         FcCowTable *t = (FcCowTable *)Py_NewRef(self->tab);
         /* both calls allocate: a finalizer may replace self->tab meanwhile */
-        FcCowTable *n = fc_cow_table_new(self->types, PyDict_Copy(t->dict));
+        FcCowTable *n = fc_cow_table_new(self->types, fc_dict_copy(t->dict));
         if (n == NULL) {
             Py_DECREF(t);
             return -1;
@@ -812,7 +812,7 @@ static FcCowTable *
 fc_cow_table_copy(FcCowDict *self)
 {
     PyObject *d = Py_NewRef(FC_COW_DICT(self));
-    FcCowTable *t = fc_cow_table_new(self->types, PyDict_Copy(d));
+    FcCowTable *t = fc_cow_table_new(self->types, fc_dict_copy(d));
     Py_DECREF(d);
     return t;
 }
@@ -1888,7 +1888,7 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
     d = t->dict;
     res = fc_cow_alloc(Py_TYPE(self), self->types,
                        fc_cow_table_new(self->types,
-                                        rebuild ? PyDict_New() : PyDict_Copy(d)));
+                                        rebuild ? PyDict_New() : fc_dict_copy(d)));
     if (res == NULL) {
         goto error;
     }

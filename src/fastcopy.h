@@ -350,13 +350,15 @@ typedef struct {
 
     /* numpy (numpy.c): found through sys.modules when first met */
     PyObject *np_ndarray;          /* numpy.ndarray, strong, or NULL */
-    int np_checked;
+    int np_checked;                /* the pool's handler is set in np_handler's
+                                      context (numpy.c) */
     int np_api;                    /* C API: 0 not yet, 1 loaded, -1 unusable */
     int np_threads;                /* threads copying one big array */
     Py_ssize_t np_par_min;         /* bytes from which copies are threaded */
     int np_pool;                   /* copies' data from pool.c */
     Py_ssize_t np_pool_min;        /* bytes from which copies are pooled */
-    PyObject *np_handler;          /* the pool's "mem_handler" capsule or NULL */
+    PyObject *np_handler;          /* the pool's private context (set up once:
+                                      numpy.c), or NULL */
     /* torch (torch.c): found through sys.modules when first met */
     PyObject *torch_tensor;        /* torch.Tensor, strong, or NULL */
     PyObject *torch_parameter;     /* torch.nn.Parameter, strong, or NULL */

@@ -521,7 +521,7 @@ fc_torch_init(FcState *st)
                 goto error;
             }
         }
-        Py_XSETREF(st->torch_int_dtypes, PyList_AsTuple(lst));
+        Py_XSETREF(st->torch_int_dtypes, PyList_AsTuple(lst));   /* lint: own container */
         Py_DECREF(lst);
         if (st->torch_int_dtypes == NULL) {
             goto error;

@@ -8,6 +8,7 @@ breaker, and the same programs must simply copy correctly there.
 """
 import copy
 import copyreg
+import os
 import sys
 import textwrap
 
@@ -201,7 +202,13 @@ def test_weakref_callback_mutates_the_source(fc):
 # ---------------------------------------------------------------------------------------------
 # The finalizer fuzz, one slice per run (tests/finalizer_fuzz.py)
 
-@pytest.mark.parametrize("mode,seeds", [("random", "0:250"), ("hook", "0:250")])
+# A slice per run; FASTCOPY_FFUZZ_SEEDS=0:5000 for a long one (scripts/fuzz_long.sh style).
+# Under the sanitizers (LD_PRELOAD holds libasan) a shorter slice: every case there costs ~10x.
+_FFUZZ = os.environ.get("FASTCOPY_FFUZZ_SEEDS") or (
+    "0:30" if "libasan" in os.environ.get("LD_PRELOAD", "") else None)
+
+
+@pytest.mark.parametrize("mode,seeds", [("random", _FFUZZ or "0:100"), ("hook", _FFUZZ or "0:150")])
 def test_finalizer_fuzz(fc, mode, seeds):
     r = run_python("import runpy, sys; sys.argv = ['finalizer_fuzz', '--mode', %r, '--seeds', %r];"
                    "runpy.run_path('tests/finalizer_fuzz.py', run_name='__main__')"
