@@ -10,6 +10,18 @@
    the borrowed key and value (``Py_INCREF``/``Py_NewRef``). Best effort: only the loop's own
    braced body is checked.
 
+3. Stale lengths: a list's size read into a local (``n = PyList_GET_SIZE(x)``), then an
+   allocation or a call that can run Python code (on 3.10/3.11 any allocation can collect garbage
+   and run finalizers), then an item of that list read (``PyList_GET_ITEM(x, ...)``,
+   ``PySequence_Fast_ITEMS(x)``, ``->ob_item``) with no fresh ``PyList_GET_SIZE(x)`` in between.
+4. Borrowed pointers into objects: a call able to run Python code whose first argument is a
+   dereferenced pointer (``PyDict_Contains(*dp, ...)`` on ``_PyObject_GetDictPtr``'s slot): the
+   code it runs may replace what the slot points to and free it mid-call.
+5. CPython copies that read their source after allocating (``list.copy()``'s
+   ``PyList_GetSlice``, ``PyList_AsTuple``, ``PyDict_Copy`` of a split dict): only through
+   fastcopy.h's safe wrappers, or on a line marked ``lint: own container`` (a container only
+   this code can reach).
+
 The checker is tested on snippets below, so it is trusted before the core exists.
 """
 import glob
@@ -250,6 +262,79 @@ def check_dict_next(text, filename="<src>"):
     return problems
 
 
+# Calls that allocate (so, on 3.10/3.11, may collect garbage and run finalizers).
+ALLOCATES = re.compile(
+    r"\b(PyList_New|PyTuple_New|PyDict_New|_PyDict_NewPresized|PyObject_GC_New\w*|"
+    r"PyObject_New\w*|PyLong_From\w+|PyFloat_From\w+|PyUnicode_From\w+|PyTuple_Pack|"
+    r"Py_BuildValue|PySet_New|PyFrozenSet_New|PyDict_Copy|fc_dict_copy|PyList_Append|"
+    r"PyType_GenericAlloc|\w+->tp_new|\w+->tp_alloc)\s*\(")
+
+
+def _item_use(body, v):
+    pat = (r"PyList_GET_ITEM\s*\(\s*%s\s*,|PySequence_Fast_ITEMS\s*\(\s*%s\s*\)|"
+           r"\b%s\s*\)?\s*->\s*ob_item|\(\s*\(\s*PyListObject\s*\*\s*\)\s*%s\s*\)\s*->\s*ob_item"
+           % ((re.escape(v),) * 4))
+    return re.search(pat, body)
+
+
+def check_stale_lengths(text, filename="<src>"):
+    """List of problems: a list item read after an allocation or a Python call that follows a
+    cached read of the list's size, with no fresh size read in between."""
+    text = strip_c(text)
+    problems = []
+    for fname, start, end in functions(text):
+        body = text[start:end]
+        for m in re.finditer(r"\b(\w+)\s*=\s*PyList_GET_SIZE\s*\(\s*(\w+)\s*\)", body):
+            v = m.group(2)
+            rest = body[m.end():]
+            risky = [c for c in (ALLOCATES.search(rest), RUNS_PYTHON.search(rest)) if c]
+            if not risky:
+                continue
+            call = min(risky, key=lambda c: c.start())
+            after = rest[call.end():]
+            use = _item_use(after, v)
+            if not use:
+                continue
+            if re.search(r"PyList_GET_SIZE\s*\(\s*%s\s*\)" % re.escape(v), after[:use.start()]):
+                continue
+            line = text[:start + m.end() + call.end() + use.start()].count("\n") + 1
+            problems.append("%s:%d: %s() reads an item of `%s` after %s with the size read "
+                            "before it" % (filename, line, fname, v,
+                                           call.group(0).rstrip("( \t\n")))
+    return problems
+
+
+def check_deref_calls(text, filename="<src>"):
+    """List of problems: a call that can run Python code on a dereferenced object slot."""
+    text = strip_c(text)
+    problems = []
+    for m in RUNS_PYTHON.finditer(text):
+        if re.match(r"\s*\*\s*\w+", text[m.end():]):
+            line = text[:m.start()].count("\n") + 1
+            problems.append("%s:%d: %s on a borrowed slot (*ptr): hold a reference first"
+                            % (filename, line, m.group(0).rstrip("( \t\n")))
+    return problems
+
+
+UNSAFE_COPIES = re.compile(r"\b(PyList_GetSlice|PyList_AsTuple|PyDict_Copy)\s*\(")
+
+
+def check_unsafe_copies(text, filename="<src>"):
+    """List of problems: CPython's read-after-allocate copies on containers user code reaches."""
+    raw_lines = text.split("\n")
+    code = strip_c(text)
+    problems = []
+    for m in UNSAFE_COPIES.finditer(code):
+        lineno = code[:m.start()].count("\n")
+        if "lint: own container" in raw_lines[lineno] or (
+                lineno > 0 and "lint: own container" in raw_lines[lineno - 1]):
+            continue
+        problems.append("%s:%d: %s on a container user code can reach (use fc_list_copy / "
+                        "fc_dict_copy, or mark `lint: own container`)"
+                        % (filename, lineno + 1, m.group(1)))
+    return problems
+
+
 class LintTheSources(unittest.TestCase):
 
     @unittest.skipUnless(SOURCES, "no C sources yet")
@@ -259,6 +344,25 @@ class LintTheSources(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 problems += check_recursion_guards(f.read(), os.path.relpath(path, ROOT))
         self.assertEqual(problems, [], "\n".join(problems))
+
+    def _run(self, check, paths):
+        problems = []
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                problems += check(f.read(), os.path.relpath(path, ROOT))
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    @unittest.skipUnless(SOURCES, "no C sources yet")
+    def test_no_stale_list_lengths(self):
+        self._run(check_stale_lengths, SOURCES)
+
+    @unittest.skipUnless(SOURCES, "no C sources yet")
+    def test_no_python_calls_on_borrowed_slots(self):
+        self._run(check_deref_calls, SOURCES)
+
+    @unittest.skipUnless(SOURCES, "no C sources yet")
+    def test_no_read_after_allocate_copies(self):
+        self._run(check_unsafe_copies, [p for p in SOURCES if not p.endswith("fastcopy.h")])
 
     @unittest.skipUnless(SOURCES, "no C sources yet")
     def test_dict_next_holds_references(self):
@@ -349,6 +453,20 @@ ok_dict(PyObject *d, PyObject *out)
     return 0;
 }
 
+static PyObject *
+ok_relen(PyObject *x)
+{
+    Py_ssize_t n = PyList_GET_SIZE(x);
+    PyObject *y = PyList_New(n);
+    if (y == NULL || PyList_GET_SIZE(x) != n) return NULL;
+    PyObject *first = PyList_GET_ITEM(x, 0);
+    PyObject **dp = _PyObject_GetDictPtr(x);
+    PyObject *d = Py_NewRef(*dp);
+    int r = PyDict_Contains(d, first);
+    PyObject *t = PyList_AsTuple(y);   /* lint: own container */
+    return t;
+}
+
 static int
 ok_forever(PyObject *x, PyObject *y, FcFrame *f)
 {
@@ -420,6 +538,19 @@ bad_dict(PyObject *d, PyObject *out, FcCtx *ctx)
     return 0;
 }
 
+static PyObject *
+bad_stale(PyObject *x)
+{
+    Py_ssize_t n = PyList_GET_SIZE(x);
+    PyObject *y = PyList_New(n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyList_SET_ITEM(y, i, Py_NewRef(PyList_GET_ITEM(x, i)));
+    }
+    PyObject **dp = _PyObject_GetDictPtr(x);
+    int r = PyDict_Contains(*dp, y);
+    return PyDict_Copy(y);
+}
+
 static int
 bad_forever(PyObject *x, PyObject *y)
 {
@@ -449,10 +580,17 @@ class LintSelfTest(unittest.TestCase):
         problems = check_dict_next(BAD)
         self.assertEqual(len(problems), 4, problems)  # k and v, twice
 
+    def test_container_rules(self):
+        for check in (check_stale_lengths, check_deref_calls, check_unsafe_copies):
+            self.assertEqual(check(GOOD), [], check.__name__)
+            problems = check(BAD)
+            self.assertEqual(len(problems), 1, (check.__name__, problems))
+            self.assertIn("bad_stale" if check is check_stale_lengths else ":", problems[0])
+
     def test_functions_found(self):
         names = [n for n, _, _ in functions(strip_c(GOOD))]
         self.assertEqual(names, ["ok_simple", "ok_goto", "ok_branches", "ok_loop", "ok_dict",
-                                 "ok_forever"])
+                                 "ok_relen", "ok_forever"])
 
 
 if __name__ == "__main__":
