@@ -1023,7 +1023,7 @@ def _once(impl):
         impl.leave()
 
 
-def run_child(name, repeats=9, target=0.02, clock="cpu", modes=("direct", "patched"),
+def run_child(name, repeats=11, target=0.03, clock="cpu", modes=("direct", "patched"),
               with_copium=True, collect=True, torch_threads=None, progress=None):
     """Run one workload in this process; return its result as a JSON-able dict."""
     w = get(name)
@@ -1143,8 +1143,8 @@ def child_main(argv):
     p = argparse.ArgumentParser(prog="fastcopy realistic child")
     p.add_argument("--child", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--repeats", type=int, default=9)
-    p.add_argument("--target", type=float, default=0.02)
+    p.add_argument("--repeats", type=int, default=11)
+    p.add_argument("--target", type=float, default=0.03)
     p.add_argument("--clock", default="cpu")
     p.add_argument("--modes", default="direct,patched")
     p.add_argument("--no-copium", action="store_true")
@@ -1171,7 +1171,7 @@ def _child_env():
     return env
 
 
-def run_suite(workloads, repeats=9, target=0.02, clock="cpu", modes=("direct", "patched"),
+def run_suite(workloads, repeats=11, target=0.03, clock="cpu", modes=("direct", "patched"),
               with_copium=True, collect=True, torch_threads=None, timeout=600, err=None,
               python=None):
     """Run each workload in its own child process; return the list of result dicts."""
@@ -1257,11 +1257,22 @@ def rows_of(results):
                 "fastcopy_vs_stdlib": _ratio(times.get("stdlib"), times.get(fc)),
                 "fastcopy_vs_copium": _ratio(times.get(cp), times.get(fc)),
                 "copium_memo": res.get("copium_memo"),
+                "sys_share": {"fastcopy": _sys_share(res, fc), "copium": _sys_share(res, cp),
+                              "stdlib": _sys_share(res, "stdlib")},
                 "check": "FAILED" if bad else ("error" if errs else
                                                ("ok" if fc in checks else "-")),
                 "problems": bad + errs,
             })
     return rows
+
+
+def _sys_share(res, impl):
+    """Median share of system (kernel) time in the samples' CPU time, from getrusage."""
+    u, k = res.get("user_s", {}).get(impl), res.get("sys_s", {}).get(impl)
+    if not u or not k:
+        return None
+    shares = [b / (a + b) for a, b in zip(u, k) if a + b > 0]
+    return statistics.median(shares) if shares else None
 
 
 def geomeans(rows):
@@ -1337,8 +1348,8 @@ def main(args, out, err, fastcopy_mod, copium_mod):
         print("python -m fastcopy: no realistic workload matches %s (see --realistic --list)"
               % exc, file=err)
         return 2
-    repeats = args.repeats or (3 if args.quick else 9)
-    target = 0.005 if args.quick else 0.02
+    repeats = args.repeats or (3 if args.quick else 11)
+    target = 0.005 if args.quick else 0.03
     clock = args.clock or "cpu"
     modes = ("direct", "patched") if args.mode == "both" else (args.mode,)
     with_copium = copium_mod is not None
