@@ -71,6 +71,7 @@ def test_realistic(benchmark, bench_medians, rworkload, mode, impl):
     group = "realistic:%s[%s]" % (w.name, mode)
     benchmark.group = group
     benchmark.extra_info.update(workload=w.name, mode=mode, impl=impl, label=chosen.label)
+    saved = _realistic._copium_config(copium) if copium is not None else None
     try:
         if copium is not None:
             benchmark.extra_info["copium_memo"] = _copium_memo(copium, w, chosen, st)
@@ -97,8 +98,8 @@ def test_realistic(benchmark, bench_medians, rworkload, mode, impl):
             chosen.leave()
             gc.unfreeze()
     finally:
-        if copium is not None:
-            _realistic._copium_memo(copium, "native")
+        if saved is not None:
+            copium.config.apply(**saved)
     stats = getattr(benchmark, "stats", None)
     if stats is not None:
         bench_medians.setdefault(group, {})[impl] = stats.stats.median

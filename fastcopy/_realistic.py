@@ -1051,8 +1051,35 @@ def run_child(name, repeats=11, target=0.03, clock="cpu", modes=("direct", "patc
             copium_mod = importlib.import_module("copium")
         except ImportError:
             copium_mod = None
-    if fastcopy_mod.is_patched():
+    was_patched = fastcopy_mod.is_patched()
+    if was_patched:                     # the stdlib series must be the stdlib
         fastcopy_mod.unpatch()
+    saved = _copium_config(copium_mod)
+    try:
+        return _run_impls(res, w, payload, fastcopy_mod, copium_mod, repeats, target, clock,
+                          modes, collect, progress)
+    finally:
+        if was_patched:
+            fastcopy_mod.patch()
+        if saved is not None:
+            copium_mod.config.apply(**saved)
+
+
+def _copium_config(copium_mod):
+    cfg = getattr(copium_mod, "config", None)
+    try:
+        saved = dict(cfg.get())
+    except Exception:                                   # noqa: BLE001 - other copium API
+        return None
+    if saved.get("memo") == "dict":     # the other keys apply only to the native memo
+        return {"memo": "dict"}
+    saved["suppress_warnings"] = list(saved.get("suppress_warnings") or ()) or None
+    return saved
+
+
+def _run_impls(res, w, payload, fastcopy_mod, copium_mod, repeats, target, clock, modes,
+               collect, progress):
+    name = w.name
     impls = build_impls(w, payload, fastcopy_mod, copium_mod, modes)
     timer = CLOCKS[clock]
 

@@ -223,6 +223,18 @@ class TestRealistic(unittest.TestCase):
                 _realistic.compare(good, bad, src)
             self.assertIn(why, str(cm.exception))
 
+    def test_failed_check_is_reported_loudly(self):
+        with mock.patch.object(_realistic, "compare",
+                               side_effect=_realistic.Mismatch("<root>[3]: 1 != 2")):
+            res = _realistic.run_child("graph_adjacency", repeats=1, target=0.001,
+                                       with_copium=False)
+        self.assertEqual(res["checks"]["fastcopy"], "FAILED: <root>[3]: 1 != 2")
+        table = _realistic.format_table([res])
+        self.assertIn("CHECK FAILED: graph_adjacency [direct]: fastcopy: FAILED: <root>[3]", table)
+        rows = [line.split() for line in table.splitlines() if line.startswith("graph_")]
+        self.assertEqual([r[-1] for r in rows], ["FAILED", "FAILED"])
+        self.assertEqual(_realistic.failures([res]), 2)
+
     def test_stdlib_workloads_build(self):
         for w in _realistic.WORKLOADS:
             if w.group == "stdlib":
