@@ -58,9 +58,10 @@ def _parser():
                    help="with --realistic: direct calls (fastcopy.deepcopy, copium.deepcopy), "
                         "patched copy.deepcopy (fastcopy.patch(), copium.patch.enable()), or "
                         "both (default)")
-    r.add_argument("--torch-threads", type=int, default=None, metavar="N",
+    r.add_argument("--torch-threads", type=int, default=1, metavar="N",
                    help="with --realistic: torch.set_num_threads(N) in the torch workloads "
-                        "(default: torch's own)")
+                        "(default 1: idle intra-op threads spin, and CPU time counts the "
+                        "spinning; 0: torch's own default)")
     p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart of the speedups "
                                                   "(needs matplotlib)")
     return p

@@ -1024,7 +1024,7 @@ def _once(impl):
 
 
 def run_child(name, repeats=11, target=0.03, clock="cpu", modes=("direct", "patched"),
-              with_copium=True, collect=True, torch_threads=None, progress=None):
+              with_copium=True, collect=True, torch_threads=1, progress=None):
     """Run one workload in this process; return its result as a JSON-able dict."""
     w = get(name)
     res = {"workload": name, "group": w.group, "kind": w.kind, "description": w.description,
@@ -1038,6 +1038,8 @@ def run_child(name, repeats=11, target=0.03, clock="cpu", modes=("direct", "patc
     try:
         if torch_threads and "torch" in w.requires:
             importlib.import_module("torch").set_num_threads(torch_threads)
+        if "torch" in w.requires:
+            res["torch_threads"] = importlib.import_module("torch").get_num_threads()
         t0 = time.perf_counter()
         payload = w.build()
         res["build_s"] = time.perf_counter() - t0
@@ -1176,7 +1178,7 @@ def child_main(argv):
     p.add_argument("--modes", default="direct,patched")
     p.add_argument("--no-copium", action="store_true")
     p.add_argument("--no-gc", action="store_true")
-    p.add_argument("--torch-threads", type=int, default=None)
+    p.add_argument("--torch-threads", type=int, default=1)
     a = p.parse_args(argv)
     res = run_child(a.child, repeats=a.repeats, target=a.target, clock=a.clock,
                     modes=tuple(a.modes.split(",")), with_copium=not a.no_copium,
@@ -1199,7 +1201,7 @@ def _child_env():
 
 
 def run_suite(workloads, repeats=11, target=0.03, clock="cpu", modes=("direct", "patched"),
-              with_copium=True, collect=True, torch_threads=None, timeout=600, err=None,
+              with_copium=True, collect=True, torch_threads=1, timeout=600, err=None,
               python=None):
     """Run each workload in its own child process; return the list of result dicts."""
     results = []
@@ -1224,8 +1226,7 @@ def run_suite(workloads, repeats=11, target=0.03, clock="cpu", modes=("direct", 
                 cmd.append("--no-copium")
             if not collect:
                 cmd.append("--no-gc")
-            if torch_threads:
-                cmd += ["--torch-threads", str(torch_threads)]
+            cmd += ["--torch-threads", str(torch_threads or 0)]
             t0 = time.perf_counter()
             try:
                 proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -1387,11 +1388,12 @@ def main(args, out, err, fastcopy_mod, copium_mod):
     wall = time.perf_counter() - t0
     import platform
     header = ("fastcopy %s | %s %s | %s | %d CPUs | copium %s | realistic suite: each workload in "
-              "its own process, %d rounds interleaved, median %s time per op | %.0f s"
+              "its own process, %d rounds interleaved, median %s time per op | torch threads: %s | %.0f s"
               % (getattr(fastcopy_mod, "__version__", "?"), platform.python_implementation(),
                  sys.version.split()[0], platform.platform(), os.cpu_count() or 0,
                  _version(copium_mod) if with_copium else "not used", repeats,
-                 "CPU" if clock == "cpu" else "wall", wall))
+                 "CPU" if clock == "cpu" else "wall", args.torch_threads or "torch's default",
+                 wall))
     print(header, file=out)
     print(format_table(results), file=out)
     nfail = failures(results)
