@@ -99,6 +99,12 @@ def run_copy(benchmark, workload, size, impl, impl_module, payload):
         _medians.setdefault(group, {})[impl] = stats.stats.median
 
 
+@pytest.fixture
+def bench_medians():
+    """{group: {impl: median s}}, printed at the end; test_realistic.py adds its groups here."""
+    return _medians
+
+
 def pytest_terminal_summary(terminalreporter):
     if not _medians:
         return

@@ -36,14 +36,32 @@ def _parser():
     p.add_argument("--no-gc", action="store_true",
                    help="disable the cyclic GC while sampling, as timeit does (default: "
                         "enabled, as in pyperformance)")
-    p.add_argument("--clock", choices=sorted(_bench.CLOCKS), default="wall",
+    p.add_argument("--clock", choices=sorted(_bench.CLOCKS), default=None,
                    help="wall: time.perf_counter (default, as pyperf/timeit); cpu: "
-                        "time.process_time, steadier on a busy shared machine")
+                        "time.process_time, steadier on a busy shared machine (the default "
+                        "with --realistic)")
     p.add_argument("--no-pickle", action="store_true",
                    help="leave out the pickle.loads(pickle.dumps(x, 5)) column")
     p.add_argument("--no-copium", action="store_true",
                    help="leave out copium even when it is importable")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    r = p.add_argument_group(
+        "realistic suite",
+        "objects built from the libraries users copy (transformers, torch, sklearn, pandas, "
+        "pydantic, omegaconf, numpy; missing ones are skipped), each workload in its own "
+        "process, CPU time, direct and patched, every copy checked against the stdlib's; "
+        "see docs/realistic.md")
+    r.add_argument("--realistic", action="store_true",
+                   help="run the realistic suite instead of the built-in workloads (-w, "
+                        "--list, --quick, --repeats, --json, --no-gc, --no-copium apply)")
+    r.add_argument("--mode", choices=("both", "direct", "patched"), default="both",
+                   help="with --realistic: direct calls (fastcopy.deepcopy, copium.deepcopy), "
+                        "patched copy.deepcopy (fastcopy.patch(), copium.patch.enable()), or "
+                        "both (default)")
+    r.add_argument("--torch-threads", type=int, default=1, metavar="N",
+                   help="with --realistic: torch.set_num_threads(N) in the torch workloads "
+                        "(default 1: idle intra-op threads spin, and CPU time counts the "
+                        "spinning; 0: torch's own default)")
     p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart of the speedups "
                                                   "(needs matplotlib)")
     return p
@@ -177,11 +195,41 @@ def _plot(plt, results, impls, path, title):
     plt.close(fig)
 
 
+def _main_realistic(args, out, err):
+    from . import _realistic
+    if args.list:
+        _realistic.list_workloads(out)
+        return 0
+    bad = [opt for opt, used in (("--size", args.size), ("--copy", args.copy),
+                                 ("--plot", args.plot)) if used]
+    if bad:
+        print("python -m fastcopy: %s do(es) not apply to --realistic" % ", ".join(bad), file=err)
+        return 2
+    try:
+        import fastcopy
+        fastcopy.deepcopy, fastcopy.patch
+    except (ImportError, AttributeError) as exc:
+        print("python -m fastcopy: fastcopy is not importable (%s); build it with "
+              "'python setup.py build_ext --inplace'" % exc, file=err)
+        return 2
+    copium = None
+    if not args.no_copium:
+        try:
+            import copium
+        except ImportError:
+            print("python -m fastcopy: copium is not installed; its columns stay empty",
+                  file=err)
+    return _realistic.main(args, out, err, fastcopy, copium)
+
+
 def main(argv=None, out=None, err=None):
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
 
+    if args.realistic:
+        return _main_realistic(args, out, err)
+    args.clock = args.clock or "wall"
     if args.list:
         _list(out)
         return 0

@@ -14,7 +14,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from fastcopy import _bench
+from fastcopy import _bench, _realistic
 from fastcopy.__main__ import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -149,6 +149,98 @@ class TestRun(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             with open(path, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+class TestRealistic(unittest.TestCase):
+    """``--realistic``: one cheap stdlib-only workload end to end (a child process), the skip
+    path, and the result checker on known-bad copies.  No timings are asserted."""
+    CHEAP = "set_records"
+
+    def test_quick_run_prints_the_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "real.json")
+            rc, out, err = run_main("--realistic", "--quick", "-w", self.CHEAP, "--json", path)
+            self.assertEqual(rc, 0, out + err)
+            with open(path) as f:
+                doc = json.load(f)
+        for col in ("workload", "stdlib ms", "fastcopy ms", "copium ms", "fastcopy/stdlib",
+                    "fastcopy/copium", "geometric mean"):
+            self.assertIn(col, out)
+        rows = [line.split() for line in out.splitlines() if line.startswith(self.CHEAP)]
+        self.assertEqual([r[1] for r in rows], ["direct", "patched"])
+        self.assertTrue(all(r[-1] == "ok" for r in rows), out)
+        self.assertNotIn("FAILED", out + err)
+        self.assertEqual(doc["meta"]["suite"], "realistic")
+        self.assertEqual(doc["meta"]["clock"], "cpu")
+        self.assertEqual([r["mode"] for r in doc["rows"]], ["direct", "patched"])
+        (res,) = doc["results"]
+        self.assertEqual(res["workload"], self.CHEAP)
+        self.assertEqual(res["errors"], {})
+        self.assertGreater(res["times"]["stdlib"], 0)
+        self.assertGreater(res["times"]["fastcopy_patched"], 0)
+
+    def test_module_entry_point(self):
+        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--realistic", "--quick",
+                               "--mode", "direct", "--no-copium", "-w", "graph_adjacency"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("graph_adjacency", proc.stdout)
+        self.assertIn("geometric mean", proc.stdout)
+        self.assertNotIn("patched", proc.stdout.split("\n", 1)[1])
+
+    def test_list_and_errors(self):
+        rc, out, _ = run_main("--realistic", "--list")
+        self.assertEqual(rc, 0)
+        for w in _realistic.WORKLOADS:
+            self.assertIn(w.name, out)
+        rc, _, err = run_main("--realistic", "-w", "no_such_workload")
+        self.assertEqual(rc, 2)
+        self.assertIn("no_such_workload", err)
+        rc, _, err = run_main("--realistic", "--size", "small", "-w", self.CHEAP)
+        self.assertEqual(rc, 2)
+        self.assertIn("--size", err)
+
+    def test_missing_library_is_a_skip_line(self):
+        fake = _realistic.Workload("needs_nothing_real", "fake", ("no_such_module_fc15",),
+                                   "a workload whose library is absent", list)
+        with mock.patch.object(_realistic, "WORKLOADS", [fake]), \
+                mock.patch.object(_realistic, "_BY_NAME", {fake.name: fake}):
+            rc, out, err = run_main("--realistic", "--quick")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("skipped: needs_nothing_real (needs no_such_module_fc15", out)
+
+    def test_checker_flags_copies_unlike_the_stdlib(self):
+        shared = [1, "x"]
+        src = {"a": shared, "b": shared, "s": {"p", "q"}, "t": (shared,)}
+        good = copy.deepcopy(src)
+        _realistic.compare(good, copy.deepcopy(src), src)
+        unshared = {"a": [1, "x"], "b": [1, "x"], "s": {"p", "q"}, "t": ([1, "x"],)}
+        for bad, why in ((unshared, "aliasing"),
+                         (dict(good, a=shared, b=shared, t=(shared,)), "source"),
+                         (dict(good, s={"p"}), "set"),
+                         (dict(good, t=[good["a"]]), "type")):
+            with self.subTest(why=why), self.assertRaises(_realistic.Mismatch) as cm:
+                _realistic.compare(good, bad, src)
+            self.assertIn(why, str(cm.exception))
+
+    def test_failed_check_is_reported_loudly(self):
+        with mock.patch.object(_realistic, "compare",
+                               side_effect=_realistic.Mismatch("<root>[3]: 1 != 2")):
+            res = _realistic.run_child("graph_adjacency", repeats=1, target=0.001,
+                                       with_copium=False)
+        self.assertEqual(res["checks"]["fastcopy"], "FAILED: <root>[3]: 1 != 2")
+        table = _realistic.format_table([res])
+        self.assertIn("CHECK FAILED: graph_adjacency [direct]: fastcopy: FAILED: <root>[3]", table)
+        rows = [line.split() for line in table.splitlines() if line.startswith("graph_")]
+        self.assertEqual([r[-1] for r in rows], ["FAILED", "FAILED"])
+        self.assertEqual(_realistic.failures([res]), 2)
+
+    def test_stdlib_workloads_build(self):
+        for w in _realistic.WORKLOADS:
+            if w.group == "stdlib":
+                with self.subTest(workload=w.name):
+                    payload = w.build()
+                    _realistic.compare(copy.deepcopy(payload), copy.deepcopy(payload), payload)
 
 
 class TestPayloads(unittest.TestCase):
