@@ -1361,6 +1361,8 @@ fc_deep_odict(FcCtx *c, PyObject *x)
  *       walked by an ordinary reconstruct frame.  Building the new set runs
  *       the items' __hash__/__eq__ (user code, unless every item is quiet).
  *   Decimal     __deepcopy__ (C) returns self: no memo entry.
+ *   numpy scalars (not void)   numpy.generic.__deepcopy__ (C) returns self
+ *       on numpy 2.x: plan.c asks it once per type (fc_plan_numpy_scalar).
  *   Fraction    __deepcopy__ returns self for the exact type, while its
  *       globals still name the class and `type` (fc_frac_names_ok).
  *   date, timedelta, datetime, time   __reduce__/__reduce_ex__(4) give
@@ -1387,8 +1389,6 @@ fc_set_items(PyObject *x)
     return PySequence_List(x);
 #else
     Py_ssize_t n = PySet_GET_SIZE(x), pos = 0, i = 0;
-    Py_hash_t h;
-    PyObject *key;
     PyObject *items = PyList_New(n);
     if (items == NULL) {
         return NULL;
@@ -1399,11 +1399,16 @@ fc_set_items(PyObject *x)
         Py_DECREF(items);
         return PySequence_List(x);
     }
-    /* the table is scanned as the set iterator scans it; nothing here
-       allocates or runs user code */
-    while (i < n && _PySet_NextEntry(x, &pos, &key, &h)) {
-        PyList_SET_ITEM(items, i, Py_NewRef(key));
-        i++;
+    /* the table is scanned in slot order, as the set iterator scans it;
+       nothing here allocates or runs user code */
+    PySetObject *so = (PySetObject *)x;
+    setentry *table = so->table;
+    for (; i < n && pos <= so->mask; pos++) {
+        PyObject *key = table[pos].key;
+        if (key != NULL && key != _PySet_Dummy) {
+            PyList_SET_ITEM(items, i, Py_NewRef(key));
+            i++;
+        }
     }
     FC_ASSERT(i == n);
     return items;
@@ -1432,8 +1437,7 @@ fc_deep_set(FcCtx *c, PyObject *x)
         if (i == n) {
             /* _deepcopy_list(items): the same items; items is ours alone */
             PyObject *ylist = PyList_GetSlice(items, 0, n);
-            if (ylist == NULL || fc_untrack(c, items) < 0 || fc_untrack(c, ylist) < 0
-                || fc_memo_finish(c, items, ylist) < 0) {
+            if (ylist == NULL || fc_memo_finish(c, items, ylist) < 0) {
                 Py_XDECREF(ylist);
                 Py_DECREF(items);
                 return NULL;
@@ -1526,7 +1530,7 @@ fc_deep_value(FcCtx *c, PyObject *x, int v)
     FcState *st = c->st;
     const PyDateTime_CAPI *api = st->dt_api;
     PyObject *y, *tz, *tzc;
-    if (v == FV_DECIMAL) {
+    if (v == FV_DECIMAL || v == FV_NUMPY_SELF) {
         return Py_NewRef(x);
     }
     if (v == FV_FRACTION) {

@@ -255,6 +255,7 @@ enum {
     FV_DATETIME,
     FV_TIME,
     FV_TIMEZONE,
+    FV_NUMPY_SELF,    /* a numpy scalar type whose __deepcopy__ returns self */
 };
 
 typedef struct {

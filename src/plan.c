@@ -649,6 +649,39 @@ fc_dt_api(FcState *st)
     return st->dt_api;
 }
 
+/* A numpy scalar type (not void: its copies are new objects) whose
+   __deepcopy__ is numpy.generic's own (C).  What that returns depends on
+   the numpy version -- numpy 2.x gives back the scalar itself, with the
+   memo untouched; older versions a new scalar through a 0-d array -- so it
+   is asked once per type, on a fresh instance and a fresh memo: FV_NUMPY_SELF
+   only when it answered with the instance and left the memo empty.
+   FV_NUMPY_SELF | 0 */
+static int
+fc_plan_numpy_scalar(FcState *st, PyTypeObject *tp, PyObject *dc)
+{
+    PyObject *generic = fc_loaded_attr("numpy", "generic");
+    PyObject *vd = fc_loaded_attr("numpy", "void");
+    int ok = generic != NULL && vd != NULL && PyType_Check(generic) && PyType_Check(vd)
+             && PyType_IsSubtype(tp, (PyTypeObject *)generic)
+             && !PyType_IsSubtype(tp, (PyTypeObject *)vd)
+             && dc != NULL && Py_IS_TYPE(dc, &PyMethodDescr_Type)
+             && PyDescr_TYPE(dc) == (PyTypeObject *)generic;
+    Py_XDECREF(generic);
+    Py_XDECREF(vd);
+    if (!ok) {
+        return 0;
+    }
+    PyObject *probe = PyObject_CallNoArgs((PyObject *)tp);
+    PyObject *memo = probe ? PyDict_New() : NULL;
+    PyObject *r = memo ? PyObject_CallMethodOneArg(probe, st->s_deepcopy, memo) : NULL;
+    ok = r != NULL && r == probe && PyDict_GET_SIZE(memo) == 0;
+    Py_XDECREF(r);
+    Py_XDECREF(memo);
+    Py_XDECREF(probe);
+    PyErr_Clear();
+    return ok ? FV_NUMPY_SELF : 0;
+}
+
 /* Which FV_* value type tp is (0: none).  The caller checked that no copier
    is registered for tp in either table.  0.. | -1+exc */
 static int
@@ -661,6 +694,9 @@ fc_plan_value(FcState *st, PyTypeObject *tp, int gflags)
     PyObject *dc = _PyType_Lookup(tp, st->s_deepcopy);
     if (tp->tp_flags & Py_TPFLAGS_IMMUTABLETYPE) {
         const char *name = tp->tp_name;
+        if (strncmp(name, "numpy.", 6) == 0) {
+            return fc_plan_numpy_scalar(st, tp, dc);
+        }
         if (strcmp(name, "decimal.Decimal") == 0) {
             /* _decimal's __deepcopy__ is `return self` (C); _pydecimal's
                is a Python function and stays on the generic road */

@@ -438,3 +438,32 @@ def test_preseeded_memo():
         memo = {id(off): datetime.timedelta(hours=3)}
         return Case(x, lambda: (lambda r: (r, _reprs(r)))(impl.deepcopy(x, memo)), memo=memo)
     assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# numpy scalars (numpy 2.x: generic.__deepcopy__ returns the scalar; void copies)
+
+def _numpy_scalars():
+    np = pytest.importorskip("numpy")
+    log = []
+
+    class F64(np.float64):
+        pass
+    rec = np.array([(1, 2.5)], dtype="i4,f8")[0]
+    vals = [np.float32(1.5), np.float64(2.0), np.int64(3), np.uint8(4), np.bool_(True),
+            np.complex64(1j), np.str_("ab"), np.bytes_(b"x"), np.datetime64("2020-01-01"),
+            np.timedelta64(3, "s"), np.float16(0.5), np.longdouble(1), np.void(b"ab"), rec,
+            F64(7.0)]
+    return [vals, vals[0], vals[12]], log
+
+
+@pytest.mark.parametrize("scenario", modes(_numpy_scalars), ids=MODE_IDS)
+def test_numpy_scalars(scenario):
+    assert_equivalent(scenario)
+
+
+@pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
+def test_numpy_scalar_registered_copier(mode):
+    np = pytest.importorskip("numpy")
+    wrap = _registered(copy._deepcopy_dispatch, np.float32, lambda x, memo: np.float32(9))
+    assert_equivalent(wrap(modes(_numpy_scalars)[mode]))
