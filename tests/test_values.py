@@ -116,7 +116,11 @@ def _sets():
     objs = {Key("k1", log), Key("k2", log)}
     r = weakref.ref(Peek)                    # atomic, but its hash is the referent's
     weak = {r}
-    return [s, fs, big, grown, empty, fempty, objs, weak, [s, fs], (s, fs), {"s": s}], log
+    holder = Key("h")
+    holder.items = [[1], (2, [3])]           # lists in tuples, under an item of a set
+    nested = frozenset({(holder, 1), ("t", (2, 3))})
+    return [s, fs, big, grown, empty, fempty, objs, weak, nested, holder,
+            [s, fs], (s, fs), {"s": s}], log
 
 
 @pytest.mark.parametrize("scenario", modes(_sets), ids=MODE_IDS)
