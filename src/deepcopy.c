@@ -1437,7 +1437,8 @@ fc_deep_set(FcCtx *c, PyObject *x)
         if (i == n) {
             /* _deepcopy_list(items): the same items; items is ours alone */
             PyObject *ylist = PyList_GetSlice(items, 0, n);
-            if (ylist == NULL || fc_memo_finish(c, items, ylist) < 0) {
+            if (ylist == NULL || fc_untrack(c, ylist) < 0
+                || fc_memo_finish(c, items, ylist) < 0) {
                 Py_XDECREF(ylist);
                 Py_DECREF(items);
                 return NULL;
