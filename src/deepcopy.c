@@ -1338,6 +1338,262 @@ fc_deep_odict(FcCtx *c, PyObject *x)
                          Py_NewRef(c->st->empty_tuple), NULL, NULL, it, NULL);
 }
 
+/* ------------------------------------------------------------------ */
+/* Value types                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Sets, frozensets and the stdlib's value types have no copier in
+ * copy._deepcopy_dispatch, so the stdlib reaches them through
+ * getattr(x, "__deepcopy__") or x.__reduce_ex__(4).  For the exact types,
+ * while nothing is registered for them in either table (plan.c), what that
+ * road does is fixed by their C code, and is done here directly:
+ *
+ *   set / frozenset   set.__reduce__ is (type(s), (list(s),), None): the
+ *       list is a temporary that _reconstruct deep-copies through the memo,
+ *       so the memo gets id(list) -> its copy and keeps the list alive,
+ *       before id(s) -> the new set.  A later hook can see all that, so the
+ *       temporaries are made and memoized even while the memo is native.
+ *       All items atomic: the copy is made at once; otherwise the list is
+ *       walked by an ordinary reconstruct frame.  Building the new set runs
+ *       the items' __hash__/__eq__ (user code, unless every item is quiet).
+ *   Decimal     __deepcopy__ (C) returns self: no memo entry.
+ *   numpy scalars (not void)   numpy.generic.__deepcopy__ (C) returns self
+ *       on numpy 2.x: plan.c asks it once per type (fc_plan_numpy_scalar).
+ *   Fraction    __deepcopy__ returns self for the exact type, while its
+ *       globals still name the class and `type` (fc_frac_names_ok).
+ *   date, timedelta, datetime, time   __reduce__/__reduce_ex__(4) give
+ *       (cls, (bytes state[, tzinfo])) or (cls, (days, secs, us)): a new
+ *       equal object, memoized and kept alive; a tzinfo is deep-copied first
+ *       (its memo entry comes before the value's).
+ *   timezone    (timezone, __getinitargs__(), None): the offset timedelta is
+ *       deep-copied through the memo, then timezone(offset[, name]) -- which
+ *       gives back the utc singleton itself for a zero offset with no name;
+ *       _reconstruct memoizes it anyway, and only a new object is kept alive.
+ * The datetime family is copied natively only while the memo is native (a
+ * visible memo would see the lookups of the reduce value's temporaries);
+ * Decimal and Fraction, which never touch the memo, in every mode.
+ * Anything unexpected takes the generic road before any side effect.
+ */
+
+/* list(x) for an exact set or frozenset: set.__reduce__'s list, in the
+   set's iteration order.  new ref | NULL+exc */
+static PyObject *
+fc_set_items(PyObject *x)
+{
+#if FC_PY313_PLUS
+    /* _PySet_NextEntry is internal from 3.13 */
+    return PySequence_List(x);
+#else
+    Py_ssize_t n = PySet_GET_SIZE(x), pos = 0, i = 0;
+    PyObject *items = PyList_New(n);
+    if (items == NULL) {
+        return NULL;
+    }
+    /* PyList_New can collect garbage (3.10/3.11), and a finalizer can
+       change x: then list(x) as the stdlib does it */
+    if (PySet_GET_SIZE(x) != n) {
+        Py_DECREF(items);
+        return PySequence_List(x);
+    }
+    /* the table is scanned in slot order, as the set iterator scans it;
+       nothing here allocates or runs user code */
+    PySetObject *so = (PySetObject *)x;
+    setentry *table = so->table;
+    for (; i < n && pos <= so->mask; pos++) {
+        PyObject *key = table[pos].key;
+        if (key != NULL && key != _PySet_Dummy) {
+            PyList_SET_ITEM(items, i, Py_NewRef(key));
+            i++;
+        }
+    }
+    FC_ASSERT(i == n);
+    return items;
+#endif
+}
+
+/* deepcopy of an exact set or frozenset (FcState.set_ok).
+   new ref | FC_PUSHED | NULL+exc */
+static PyObject *
+fc_deep_set(FcCtx *c, PyObject *x)
+{
+    PyObject *items = fc_set_items(x), *y;
+    if (items == NULL) {
+        return NULL;
+    }
+    if (c->mode == FC_MEMO_NATIVE) {
+        Py_ssize_t n = PyList_GET_SIZE(items), i;
+        int quiet = 1;
+        for (i = 0; i < n; i++) {
+            PyObject *item = PyList_GET_ITEM(items, i);
+            if (!fc_deep_atomic(c, item)) {
+                break;
+            }
+            quiet &= fc_key_quiet(item);
+        }
+        if (i == n) {
+            /* _deepcopy_list(items): the same items; items is ours alone */
+            PyObject *ylist = PyList_GetSlice(items, 0, n);
+            if (ylist == NULL || fc_untrack(c, ylist) < 0
+                || fc_memo_finish(c, items, ylist) < 0) {
+                Py_XDECREF(ylist);
+                Py_DECREF(items);
+                return NULL;
+            }
+            Py_DECREF(items);
+            if (!quiet && fc_defer_flush(c) < 0) {
+                Py_DECREF(ylist);
+                return NULL;
+            }
+            /* set(ylist) / frozenset(ylist) is make_new_set(): an empty set
+               and set_add_key() for each item in order -- so is this, and
+               it ends with the same table */
+            y = Py_IS_TYPE(x, &PySet_Type) ? PySet_New(NULL) : PyFrozenSet_New(NULL);
+            /* ylist is ours alone: only quiet keys are hashed while it is
+               read through a cursor, and a user __hash__ cannot shrink it */
+            for (i = 0; y != NULL && i < PyList_GET_SIZE(ylist); i++) {
+                if (PySet_Add(y, PyList_GET_ITEM(ylist, i)) < 0) {
+                    Py_CLEAR(y);
+                }
+            }
+            Py_DECREF(ylist);
+            if (!quiet) {
+                (void)fc_after_user_code(c);
+            }
+            if (y != NULL && fc_untrack(c, y) < 0) {
+                Py_CLEAR(y);
+            }
+            return fc_memo_done(c, x, y);
+        }
+    }
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (args == NULL) {
+        return NULL;
+    }
+    return fc_push_recon(c, x, Py_NewRef((PyObject *)Py_TYPE(x)), args,
+                         NULL, NULL, NULL, NULL);
+}
+
+/* The end of _reconstruct and deepcopy for a rebuilt value y (stolen; NULL:
+   the error of making it): `memo[id(x)] = y` always -- y may be x itself
+   (3.13's timedelta(0), the utc timezone) -- then, when y is not x, the
+   stdlib's second store and _keep_alive(x).  y | NULL+exc */
+static PyObject *
+fc_recon_done(FcCtx *c, PyObject *x, PyObject *y)
+{
+    if (y != NULL && (fc_memo_store(c, x, y) < 0
+                      || (y != x && fc_memo_keep_alive(c, x) < 0))) {
+        Py_CLEAR(y);
+    }
+    return y;
+}
+
+/* deepcopy of an exact datetime.timezone, memo native: the offset through
+   the walker, then timezone(offset[, name]).  new ref | NULL+exc |
+   NULL, no exc: take the generic road (nothing done yet) */
+static PyObject *
+fc_deep_timezone(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    PyObject *ia = PyObject_CallMethodNoArgs(x, st->s_getinitargs);
+    if (ia == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_CheckExact(ia) ? PyTuple_GET_SIZE(ia) : 0;
+    if (n < 1 || n > 2 || !Py_IS_TYPE(PyTuple_GET_ITEM(ia, 0), st->dt_api->DeltaType)
+        || (n == 2 && !(PyUnicode_CheckExact(PyTuple_GET_ITEM(ia, 1))
+                        && (st->deep_ok & FK_BIT(FK_STR))))) {
+        Py_DECREF(ia);
+        return NULL;
+    }
+    PyObject *off = fc_walk(c, PyTuple_GET_ITEM(ia, 0));
+    if (off == NULL) {
+        Py_DECREF(ia);
+        return NULL;
+    }
+    PyObject *tztype = (PyObject *)Py_TYPE(x);
+    PyObject *y = n == 1 ? PyObject_CallOneArg(tztype, off)
+                         : PyObject_CallFunctionObjArgs(tztype, off, PyTuple_GET_ITEM(ia, 1), NULL);
+    Py_DECREF(off);
+    Py_DECREF(ia);
+    return fc_recon_done(c, x, y);
+}
+
+/* deepcopy of an exact value type of kind v (FV_*).  new ref | NULL+exc |
+   NULL, no exc: take the generic road (nothing done yet) */
+static PyObject *
+fc_deep_value(FcCtx *c, PyObject *x, int v)
+{
+    FcState *st = c->st;
+    const PyDateTime_CAPI *api = st->dt_api;
+    PyObject *y, *tz, *tzc;
+    if (v == FV_DECIMAL || v == FV_NUMPY_SELF) {
+        return Py_NewRef(x);
+    }
+    if (v == FV_FRACTION) {
+        int r = fc_frac_names_ok(st, Py_TYPE(x));
+        return r > 0 ? Py_NewRef(x) : NULL;
+    }
+    if (c->mode != FC_MEMO_NATIVE || api == NULL) {
+        return NULL;
+    }
+    switch (v) {
+    case FV_DATE:
+        y = api->Date_FromDate(PyDateTime_GET_YEAR(x), PyDateTime_GET_MONTH(x),
+                               PyDateTime_GET_DAY(x), api->DateType);
+        return fc_recon_done(c, x, y);
+    case FV_TIMEDELTA:
+        y = api->Delta_FromDelta(PyDateTime_DELTA_GET_DAYS(x), PyDateTime_DELTA_GET_SECONDS(x),
+                                 PyDateTime_DELTA_GET_MICROSECONDS(x), 1, api->DeltaType);
+        return fc_recon_done(c, x, y);
+    case FV_TIMEZONE:
+        return fc_deep_timezone(c, x);
+    case FV_DATETIME:
+    case FV_TIME:
+        tz = v == FV_DATETIME ? PyDateTime_DATE_GET_TZINFO(x) : PyDateTime_TIME_GET_TZINFO(x);
+        if (tz == Py_None) {
+            tzc = Py_NewRef(Py_None);
+        }
+        else {
+            tzc = fc_memo_get(&c->native, tz);
+            if (tzc != NULL) {
+                Py_INCREF(tzc);
+            }
+            else if (Py_IS_TYPE(tz, Py_TYPE(api->TimeZone_UTC))) {
+                PyObject *tzref = Py_NewRef(tz);
+                tzc = fc_deep_timezone(c, tzref);
+                Py_DECREF(tzref);
+            }
+            if (tzc == NULL) {
+                return NULL;
+            }
+            /* datetime(state, tz) refuses what is not a tzinfo: let the
+               generic road raise it (the memo now answers for tz) */
+            if (!PyObject_TypeCheck(tzc, api->TZInfoType)) {
+                Py_DECREF(tzc);
+                return NULL;
+            }
+        }
+        if (v == FV_DATETIME) {
+            y = api->DateTime_FromDateAndTimeAndFold(
+                PyDateTime_GET_YEAR(x), PyDateTime_GET_MONTH(x), PyDateTime_GET_DAY(x),
+                PyDateTime_DATE_GET_HOUR(x), PyDateTime_DATE_GET_MINUTE(x),
+                PyDateTime_DATE_GET_SECOND(x), PyDateTime_DATE_GET_MICROSECOND(x),
+                tzc, PyDateTime_DATE_GET_FOLD(x), api->DateTimeType);
+        }
+        else {
+            y = api->Time_FromTimeAndFold(
+                PyDateTime_TIME_GET_HOUR(x), PyDateTime_TIME_GET_MINUTE(x),
+                PyDateTime_TIME_GET_SECOND(x), PyDateTime_TIME_GET_MICROSECOND(x),
+                tzc, PyDateTime_TIME_GET_FOLD(x), api->TimeType);
+        }
+        Py_DECREF(tzc);
+        return fc_recon_done(c, x, y);
+    }
+    return NULL;
+}
+
 /* The stdlib's road for everything not handled natively.
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
@@ -1661,6 +1917,12 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
             return fc_push(c, FR_TUPLE, x, NULL) ? FC_PUSHED : NULL;
         case FK_METHOD:
             return fc_push(c, FR_METHOD, x, NULL) ? FC_PUSHED : NULL;
+        case FK_SET:
+        case FK_FROZENSET:
+            if (st->set_ok & bit) {
+                return fc_deep_set(c, x);
+            }
+            break;
         default:
             if (bit & FC_DEEP_ATOMIC) {
                 return Py_NewRef(x);
@@ -1684,6 +1946,9 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         }
         else if (p->deep == FP_ODICT) {
             res = fc_deep_odict(c, x);
+        }
+        else if (p->deep == FP_VALUE) {
+            res = fc_deep_value(c, x, p->value);
         }
         else if (p->deep == FP_NAMEDTUPLE) {
             /* the reduce value object.__reduce_ex__(4) returns, built here */

@@ -57,6 +57,17 @@
 
 #include "fc_cuda_capi.h"
 
+/* datetime.h defines a file-scope PyDateTimeAPI pointer that the core never
+   uses: the capsule is kept in module state (FcState.dt_api). */
+#if defined(__GNUC__) || defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wunused-variable"
+#endif
+#include <datetime.h>
+#if defined(__GNUC__) || defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Macros and version shims                                            */
 /* ------------------------------------------------------------------ */
@@ -257,6 +268,21 @@ enum {
     FP_BUFFER,        /* numpy / torch: FcPlan.buffer says which (buffers.c) */
     FP_ODICT,         /* exactly collections.OrderedDict */
     FP_NAMEDTUPLE,    /* a collections.namedtuple class, hooks untouched */
+    FP_VALUE,         /* an exact stdlib value type: FcPlan.value says which */
+};
+
+/* FcPlan.value: the stdlib value types copied natively (deepcopy.c,
+   "Value types"). */
+enum {
+    FV_NONE = 0,
+    FV_DECIMAL,       /* decimal.Decimal (C): __deepcopy__ returns self */
+    FV_FRACTION,      /* fractions.Fraction: `if type(self) == Fraction: return self` */
+    FV_DATE,          /* datetime.date: rebuilt from its reduce value */
+    FV_TIMEDELTA,
+    FV_DATETIME,
+    FV_TIME,
+    FV_TIMEZONE,
+    FV_NUMPY_SELF,    /* a numpy scalar type whose __deepcopy__ returns self */
 };
 
 typedef struct {
@@ -269,6 +295,7 @@ typedef struct {
     uint8_t has_slots;        /* slotnames non-empty */
     uint8_t buffer;           /* FB_* kind when deep == FP_BUFFER */
     uint8_t gflags;           /* FG_*: steps of the generic road known empty */
+    uint8_t value;            /* FV_* kind when deep == FP_VALUE */
     PyObject *slotnames;      /* strong list (may be empty) */
 } FcPlan;
 
@@ -322,6 +349,15 @@ typedef struct {
     PyObject *nt_getnewargs_code;  /* collections.namedtuple's __getnewargs__ code */
     int nt_checked;
 
+    /* value types (plan.c, deepcopy.c "Value types") */
+    uint32_t set_ok;               /* FK_SET/FK_FROZENSET bits: their reduce
+                                      value is known (fc_refresh) */
+    const PyDateTime_CAPI *dt_api; /* datetime's C API once a datetime is met */
+    int dt_checked;
+    PyObject *frac_deepcopy;       /* fractions.Fraction.__deepcopy__, verified */
+    uint64_t frac_ver[2];          /* its globals' and builtins' version tags
+                                      when its names were last checked */
+
     PyTypeObject *method_type;     /* types.MethodType */
     PyTypeObject *code_type;
 
@@ -340,7 +376,8 @@ typedef struct {
     PyObject *s_deepcopy, *s_copy, *s_reduce_ex, *s_reduce, *s_getstate,
              *s_setstate, *s_dict, *s_update, *s_append, *s_items, *s_get,
              *s_new, *s_getnewargs, *s_getnewargs_ex, *s_slotnames,
-             *s_func, *s_self, *s_deepcopy_kw, *s_replace;
+             *s_func, *s_self, *s_deepcopy_kw, *s_replace,
+             *s_getinitargs, *s_fraction, *s_type;
 
     PyObject *empty_tuple;
     PyObject *nil;                 /* memo.get default, like copy's _nil */

@@ -20,7 +20,8 @@
     X(torch_attr_names) X(torch_attrs) X(torch_probes) X(torch_strided) \
     X(torch_preserve) X(torch_copy_deepcopy) X(torch_tensor_globals) \
     X(torch_storage_globals) X(torch_make_subclass) \
-    X(torch_empty_like) X(torch_incr_version) X(torch_cuda_stream) X(torch_num_threads) X(torch_real_dtype) X(torch_int_dtypes) X(cuda_mod)
+    X(torch_empty_like) X(torch_incr_version) X(torch_cuda_stream) X(torch_num_threads) X(torch_real_dtype) X(torch_int_dtypes) X(cuda_mod) \
+    X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)
@@ -468,6 +469,9 @@ fc_exec(PyObject *module)
     FC_INTERN(s_self, "__self__")
     FC_INTERN(s_deepcopy_kw, "deepcopy")
     FC_INTERN(s_replace, "__replace__")
+    FC_INTERN(s_getinitargs, "__getinitargs__")
+    FC_INTERN(s_fraction, "Fraction")
+    FC_INTERN(s_type, "type")
 #undef FC_INTERN
 
     st->empty_tuple = PyTuple_New(0);

@@ -147,6 +147,41 @@ fc_table_absent(FcState *st, PyObject *table, PyObject *key)
     return absent;
 }
 
+/* Is the table one whose lookups run no user code and whose changes are
+   seen (an exact dict, watched: copy's dispatch_table is copyreg's)? */
+FC_INLINE int
+fc_tables_plain(FcState *st)
+{
+    return PyDict_CheckExact(st->dispatch_table) && PyDict_CheckExact(st->deep_dispatch)
+           && st->dispatch_table == st->copyreg_dispatch;
+}
+
+/* FcState.set_ok: deepcopy(s) of an exact set or frozenset reduces it to
+   (type(s), (list(s),), None) -- no copier registered in either table, and
+   on 3.11+ the state comes from object.__getstate__, which asks the
+   original copyreg._slotnames (an empty list, nothing cached: the types
+   are static).  0 | -1+exc */
+static int
+fc_refresh_set_ok(FcState *st)
+{
+    st->set_ok = 0;
+    if (!fc_tables_plain(st) || (FC_PY311_PLUS && !st->plain_ok)) {
+        return 0;
+    }
+    const int kinds[2] = {FK_SET, FK_FROZENSET};
+    for (int i = 0; i < 2; i++) {
+        int absent = fc_table_absent(st, st->dispatch_table,
+                                     (PyObject *)fc_kind_type(st, kinds[i]));
+        if (absent < 0) {
+            return -1;
+        }
+        if (absent && (st->deep_ok & FK_BIT(kinds[i]))) {
+            st->set_ok |= FK_BIT(kinds[i]);
+        }
+    }
+    return 0;
+}
+
 /* Re-read the copy module's globals and recompute what is still the
    stdlib's original.  0 | -1+exc */
 static int
@@ -191,6 +226,9 @@ fc_refresh(FcState *st)
     st->plain_ok =
         PyDict_GetItemString(st->copyreg_globals, "__newobj__") == st->copyreg_newobj
         && PyDict_GetItemString(st->copyreg_globals, "_slotnames") == st->copyreg_slotnames;
+    if (fc_refresh_set_ok(st) < 0) {
+        return -1;
+    }
     fc_plans_clear(st);
     st->gen++;
 #if FC_PY312_PLUS
@@ -518,6 +556,205 @@ fc_plan_plain_common(FcState *st, PyTypeObject *tp, int gflags, PyObject **slotn
     return 1;
 }
 
+/* Does function f have the code of `src` (one def) compiled here?
+   Bytecode, constants, names and argument count are compared.  1 | 0 */
+static int
+fc_func_is(PyObject *f, const char *src, const char *name)
+{
+    if (!PyFunction_Check(f)) {
+        return 0;
+    }
+    PyObject *ns = PyDict_New();
+    if (ns == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int same = 0;
+    PyObject *r = PyRun_String(src, Py_file_input, ns, ns);
+    PyObject *ref = r ? PyDict_GetItemString(ns, name) : NULL;
+    if (ref != NULL && PyFunction_Check(ref)) {
+        PyCodeObject *a = (PyCodeObject *)PyFunction_GET_CODE(f);
+        PyCodeObject *b = (PyCodeObject *)PyFunction_GET_CODE(ref);
+        PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
+        same = ca != NULL && cb != NULL && a->co_argcount == b->co_argcount
+               && a->co_kwonlyargcount == 0 && a->co_flags == b->co_flags
+               && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
+               && PyObject_RichCompareBool(a->co_consts, b->co_consts, Py_EQ) == 1
+               && PyObject_RichCompareBool(a->co_names, b->co_names, Py_EQ) == 1
+               && ((PyFunctionObject *)f)->func_closure == NULL;
+        Py_XDECREF(ca);
+        Py_XDECREF(cb);
+    }
+    Py_XDECREF(r);
+    Py_DECREF(ns);
+    PyErr_Clear();
+    return same;
+}
+
+/* fractions.Fraction.__deepcopy__, 3.10-3.13 alike. */
+static const char fc_frac_deepcopy_src[] =
+    "def __deepcopy__(self, memo):\n"
+    "    if type(self) == Fraction:\n"
+    "        return self\n"
+    "    return self.__class__(self._numerator, self._denominator)\n";
+
+/* Does Fraction.__deepcopy__ (st->frac_deepcopy) still return self for an
+   exact Fraction tp: its globals name tp `Fraction` and do not shadow
+   `type`, which its builtins map to type?  Checked again whenever either
+   dict's version tag moved.  1 | 0 | -1+exc */
+static int
+fc_frac_names_ok(FcState *st, PyTypeObject *tp)
+{
+    PyFunctionObject *f = (PyFunctionObject *)st->frac_deepcopy;
+    PyObject *g = f->func_globals, *b = f->func_builtins;
+    if (!PyDict_CheckExact(g) || !PyDict_CheckExact(b)) {
+        return 0;
+    }
+    if (fc_dict_version(g) == st->frac_ver[0] && fc_dict_version(b) == st->frac_ver[1]
+        && st->frac_ver[0] != 0) {
+        return 1;
+    }
+    /* the keys are exact strs: these lookups run no user code */
+    PyObject *v = PyDict_GetItemWithError(g, st->s_fraction);
+    if (v != (PyObject *)tp) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (PyDict_GetItemWithError(g, st->s_type) != NULL || PyErr_Occurred()) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (PyDict_GetItemWithError(b, st->s_type) != (PyObject *)&PyType_Type) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    st->frac_ver[0] = fc_dict_version(g);
+    st->frac_ver[1] = fc_dict_version(b);
+    return 1;
+}
+
+/* The datetime C API, once the datetime module is loaded.  NULL if not. */
+static const PyDateTime_CAPI *
+fc_dt_api(FcState *st)
+{
+    if (st->dt_api != NULL || st->dt_checked) {
+        return st->dt_api;
+    }
+    PyObject *mods = PySys_GetObject("modules");   /* borrowed */
+    if (mods == NULL || PyDict_GetItemString(mods, "datetime") == NULL) {
+        return NULL;
+    }
+    st->dt_checked = 1;
+    st->dt_api = (const PyDateTime_CAPI *)PyCapsule_Import(PyDateTime_CAPSULE_NAME, 0);
+    if (st->dt_api == NULL) {
+        PyErr_Clear();
+    }
+    return st->dt_api;
+}
+
+/* A numpy scalar type (not void: its copies are new objects) whose
+   __deepcopy__ is numpy.generic's own (C).  What that returns depends on
+   the numpy version -- numpy 2.x gives back the scalar itself, with the
+   memo untouched; older versions a new scalar through a 0-d array -- so it
+   is asked once per type, on a fresh instance and a fresh memo: FV_NUMPY_SELF
+   only when it answered with the instance and left the memo empty.
+   FV_NUMPY_SELF | 0 */
+static int
+fc_plan_numpy_scalar(FcState *st, PyTypeObject *tp, PyObject *dc)
+{
+    PyObject *generic = fc_loaded_attr("numpy", "generic");
+    PyObject *vd = fc_loaded_attr("numpy", "void");
+    int ok = generic != NULL && vd != NULL && PyType_Check(generic) && PyType_Check(vd)
+             && PyType_IsSubtype(tp, (PyTypeObject *)generic)
+             && !PyType_IsSubtype(tp, (PyTypeObject *)vd)
+             && dc != NULL && Py_IS_TYPE(dc, &PyMethodDescr_Type)
+             && PyDescr_TYPE(dc) == (PyTypeObject *)generic;
+    Py_XDECREF(generic);
+    Py_XDECREF(vd);
+    if (!ok) {
+        return 0;
+    }
+    PyObject *probe = PyObject_CallNoArgs((PyObject *)tp);
+    PyObject *memo = probe ? PyDict_New() : NULL;
+    PyObject *r = memo ? PyObject_CallMethodOneArg(probe, st->s_deepcopy, memo) : NULL;
+    ok = r != NULL && r == probe && PyDict_GET_SIZE(memo) == 0;
+    Py_XDECREF(r);
+    Py_XDECREF(memo);
+    Py_XDECREF(probe);
+    PyErr_Clear();
+    return ok ? FV_NUMPY_SELF : 0;
+}
+
+/* Which FV_* value type tp is (0: none).  The caller checked that no copier
+   is registered for tp in either table.  0.. | -1+exc */
+static int
+fc_plan_value(FcState *st, PyTypeObject *tp, int gflags)
+{
+    if (!fc_tables_plain(st) || tp->tp_getattro != PyObject_GenericGetAttr
+        || tp->tp_dictoffset != 0) {
+        return 0;
+    }
+    PyObject *dc = _PyType_Lookup(tp, st->s_deepcopy);
+    if (tp->tp_flags & Py_TPFLAGS_IMMUTABLETYPE) {
+        const char *name = tp->tp_name;
+        if (strncmp(name, "numpy.", 6) == 0) {
+            return fc_plan_numpy_scalar(st, tp, dc);
+        }
+        if (strcmp(name, "decimal.Decimal") == 0) {
+            /* _decimal's __deepcopy__ is `return self` (C); _pydecimal's
+               is a Python function and stays on the generic road */
+            PyObject *D = fc_loaded_attr("decimal", "Decimal");
+            int ok = D == (PyObject *)tp && dc != NULL
+                     && Py_IS_TYPE(dc, &PyMethodDescr_Type)
+                     && PyDescr_TYPE(dc) == tp;
+            Py_XDECREF(D);
+            return ok ? FV_DECIMAL : 0;
+        }
+        if (strncmp(name, "datetime.", 9) != 0 || dc != NULL
+            || !(gflags & FG_NO_REDUCTOR)) {
+            return 0;
+        }
+        const PyDateTime_CAPI *api = fc_dt_api(st);
+        if (api == NULL) {
+            return 0;
+        }
+        if (tp == api->DateType) {
+            return FV_DATE;
+        }
+        if (tp == api->DeltaType) {
+            return FV_TIMEDELTA;
+        }
+        if (tp == api->DateTimeType) {
+            return FV_DATETIME;
+        }
+        if (tp == api->TimeType) {
+            return FV_TIME;
+        }
+        /* tzinfo.__reduce__ asks object.__getstate__ for the state on
+           3.11+, and so copyreg._slotnames */
+        if (tp == Py_TYPE(api->TimeZone_UTC) && (!FC_PY311_PLUS || st->plain_ok)) {
+            return FV_TIMEZONE;
+        }
+        return 0;
+    }
+    if (dc != NULL && PyFunction_Check(dc) && strcmp(tp->tp_name, "Fraction") == 0
+        && Py_TYPE(tp)->tp_richcompare == PyType_Type.tp_richcompare) {
+        PyObject *F = fc_loaded_attr("fractions", "Fraction");
+        int ok = F == (PyObject *)tp;
+        Py_XDECREF(F);
+        if (!ok) {
+            return 0;
+        }
+        if (dc != st->frac_deepcopy) {
+            if (!fc_func_is(dc, fc_frac_deepcopy_src, "__deepcopy__")) {
+                return 0;
+            }
+            Py_XSETREF(st->frac_deepcopy, Py_NewRef(dc));
+            st->frac_ver[0] = st->frac_ver[1] = 0;
+        }
+        int r = fc_frac_names_ok(st, tp);
+        return r <= 0 ? r : FV_FRACTION;
+    }
+    return 0;
+}
+
 /* Compute a plan into *p (no caching).  0 | -1+exc */
 static int
 fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
@@ -527,6 +764,7 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     p->has_slots = 0;
     p->buffer = 0;
     p->gflags = 0;
+    p->value = 0;
     p->slotnames = NULL;
 
     /* what the generic road may skip: no entry in the stdlib's tables, and
@@ -570,6 +808,18 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         if (b > 0) {
             p->deep = FP_BUFFER;
             p->buffer = (uint8_t)b;
+            return 0;
+        }
+    }
+    /* the stdlib's value types (deepcopy.c, "Value types") */
+    if (p->gflags & FG_NO_DEEP_DISPATCH) {
+        int v = fc_plan_value(st, tp, p->gflags);
+        if (v < 0) {
+            return -1;
+        }
+        if (v > 0) {
+            p->deep = FP_VALUE;
+            p->value = (uint8_t)v;
             return 0;
         }
     }

@@ -1,0 +1,473 @@
+"""Native deep copies of sets, frozensets and the stdlib's value types (Decimal, Fraction,
+date, datetime, time, timedelta, timezone), compared with the stdlib through
+shape.assert_equivalent: result shape and aliasing, the values themselves (reprs,
+iteration order), hook logs, memo contents and keep-alive order.
+
+The native paths reproduce the temporaries of the stdlib's reduce road (set.__reduce__'s
+list, a timezone's offset), so a hook that runs later in the same copy, or a caller's
+memo, sees what the stdlib's memo holds.  Subclasses, registered copiers and reducers,
+replaced hooks and rebound globals take the stdlib's road.
+"""
+import copy
+import copyreg
+import datetime
+import decimal
+import fractions
+import sys
+import weakref
+
+import pytest
+
+from shape import Case, assert_equivalent
+
+UTC = datetime.timezone.utc
+
+
+def _reprs(o):
+    """The values of a result, which shapes do not show for C value types."""
+    if isinstance(o, (list, tuple)):
+        return [_reprs(i) for i in o]
+    if isinstance(o, dict):
+        return [(_reprs(k), _reprs(v)) for k, v in o.items()]
+    if isinstance(o, (set, frozenset)):
+        return [type(o).__name__] + [_reprs(i) for i in o]   # iteration order too
+    if isinstance(o, (datetime.date, datetime.time)):
+        return repr(o) + " fold=%d" % o.fold
+    if isinstance(o, weakref.ref):
+        return "weakref"
+    if type(o).__repr__ is object.__repr__:
+        return "<%s>" % type(o).__qualname__
+    return repr(o)
+
+
+def _memo_view(memo):
+    """What a hook can read from the memo, in order, without ids."""
+    def one(v):
+        if isinstance(v, list):
+            return ("list", [_reprs(i) for i in v])
+        return (type(v).__name__, _reprs(v))
+    keep = memo.get(id(memo))
+    return (len(memo), [one(v) for k, v in memo.items() if k != id(memo)],
+            None if keep is None else [one(o) for o in keep])
+
+
+class Peek:
+    """A hook placed after the values: logs the memo as the stdlib has it by then."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __deepcopy__(self, memo):
+        self.log.append(("peek", _memo_view(memo)))
+        return Peek(self.log)
+
+
+class Key:
+    """A hashable object (by name) copied through the reduce road."""
+
+    def __init__(self, name, log=None):
+        self.name = name
+        self.log = log
+
+    def __hash__(self):
+        if self.log is not None:
+            self.log.append(("hash", self.name))
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return isinstance(other, Key) and other.name == self.name
+
+    def __repr__(self):
+        return "Key(%r)" % self.name
+
+
+def modes(build):
+    """Each scenario with a fresh memo, a caller's dict memo and a caller's mapping."""
+    def run(impl, memo):
+        x, log = build()
+        x = [x, Peek(log), x]
+        return Case(x, lambda: (lambda r: (r, _reprs(r)))(impl.deepcopy(x, memo)),
+                    memo=memo, log=log)
+
+    def native(impl):
+        return run(impl, None)
+
+    def visible(impl):
+        return run(impl, {})
+
+    def mapping(impl):
+        import collections
+        return run(impl, collections.UserDict())
+    return [native, visible, mapping]
+
+
+MODE_IDS = ["native", "memo", "mapping"]
+
+
+def _sets():
+    log = []
+    s = {"a", "b", 3, 4.5, None, (1, 2), b"x"}
+    fs = frozenset({"x", frozenset({1, 2}), (3, ("y", 4))})
+    big = set(range(100)) | {"s%d" % i for i in range(50)}
+    grown = set(range(40))
+    for i in range(35):
+        grown.discard(i)                     # dummies in the table
+    empty, fempty = set(), frozenset()
+    objs = {Key("k1", log), Key("k2", log)}
+    r = weakref.ref(Peek)                    # atomic, but its hash is the referent's
+    weak = {r}
+    holder = Key("h")
+    holder.items = [[1], (2, [3])]           # lists in tuples, under an item of a set
+    nested = frozenset({(holder, 1), ("t", (2, 3))})
+    return [s, fs, big, grown, empty, fempty, objs, weak, nested, holder,
+            [s, fs], (s, fs), {"s": s}], log
+
+
+@pytest.mark.parametrize("scenario", modes(_sets), ids=MODE_IDS)
+def test_sets(scenario):
+    assert_equivalent(scenario)
+
+
+def _set_recursive():
+    log = []
+
+    class Node:
+        # deterministic hashes: sets of them iterate alike in every run
+        def __init__(self, h):
+            self.h = h
+
+        def __hash__(self):
+            return self.h
+    n = Node(1)
+    n.s = {n, "tag"}
+    n.fs = frozenset({n})
+    other = Node(2)
+    other.back = n
+    n.s.add(other)
+    return [n, n.s, n.fs], log
+
+
+@pytest.mark.parametrize("scenario", modes(_set_recursive), ids=MODE_IDS)
+def test_set_recursive_through_objects(scenario):
+    assert_equivalent(scenario)
+
+
+def _set_hash_mutates_source():
+    log = []
+    src = {"a", "b"}
+
+    class Grow(Key):
+        def __hash__(self):
+            src.add(len(src))                # the source set changes while copies are hashed
+            log.append(("grow", len(src)))
+            return hash(self.name)
+    src.add(Grow("g"))
+    return [src, frozenset({Grow("h"), "c"})], log
+
+
+@pytest.mark.parametrize("scenario", modes(_set_hash_mutates_source), ids=MODE_IDS)
+def test_set_item_hash_mutates_source(scenario):
+    assert_equivalent(scenario)
+
+
+def _set_subclasses():
+    log = []
+
+    class S(set):
+        pass
+
+    class F(frozenset):
+        pass
+    s = S({1, 2})
+    s.attr = [1]
+    return [s, F({"a"}), {F({3})}], log
+
+
+@pytest.mark.parametrize("scenario", modes(_set_subclasses), ids=MODE_IDS)
+def test_set_subclasses(scenario):
+    assert_equivalent(scenario)
+
+
+def _dates():
+    log = []
+    tz2 = datetime.timezone(datetime.timedelta(hours=2))
+    named = datetime.timezone(-datetime.timedelta(hours=5, minutes=30), "X")
+    off = UTC.utcoffset(None)                # the utc singleton's own offset object
+    vals = [
+        datetime.date(2024, 2, 29), datetime.timedelta(days=-3, seconds=5, microseconds=7),
+        datetime.datetime(2024, 1, 1, 12, 30, 5, 123, tzinfo=UTC),
+        datetime.datetime(2024, 11, 3, 1, 30, fold=1),
+        datetime.datetime(2024, 1, 2, tzinfo=tz2), datetime.datetime(2024, 1, 3, tzinfo=tz2),
+        datetime.time(1, 2, 3, 4, tzinfo=named, fold=1), datetime.time(23, 59),
+        UTC, tz2, named, off, datetime.datetime.min, datetime.datetime.max,
+    ]
+    return [vals, vals[2], off], log
+
+
+@pytest.mark.parametrize("scenario", modes(_dates), ids=MODE_IDS)
+def test_dates(scenario):
+    assert_equivalent(scenario)
+
+
+def _date_subclasses_and_tzinfos():
+    log = []
+
+    class D(datetime.date):
+        pass
+
+    class DT(datetime.datetime):
+        pass
+
+    class TD(datetime.timedelta):
+        pass
+
+    class Name(str):
+        pass
+
+    class TZ(datetime.tzinfo):
+        def utcoffset(self, dt):
+            return datetime.timedelta(hours=1)
+
+        def __deepcopy__(self, memo):
+            log.append(("tz", len(memo)))
+            return TZ()
+    tz = TZ()
+    vals = [D(2020, 1, 1), DT(2020, 1, 1, tzinfo=UTC), TD(1),
+            datetime.timezone(TD(hours=1)), datetime.timezone(datetime.timedelta(0), Name("n")),
+            datetime.datetime(2020, 1, 1, tzinfo=tz), datetime.time(1, tzinfo=tz)]
+    return vals, log
+
+
+@pytest.mark.parametrize("scenario", modes(_date_subclasses_and_tzinfos), ids=MODE_IDS)
+def test_date_subclasses_and_tzinfos(scenario):
+    assert_equivalent(scenario)
+
+
+def _numbers():
+    log = []
+
+    class Dec(decimal.Decimal):
+        pass
+
+    class Frac(fractions.Fraction):
+        pass
+    d = decimal.Decimal("1.25")
+    f = fractions.Fraction(1, 3)
+    return [d, f, d, f, Dec("2"), Frac(1, 2), decimal.Decimal("NaN"), [d]], log
+
+
+@pytest.mark.parametrize("scenario", modes(_numbers), ids=MODE_IDS)
+def test_decimal_fraction(scenario):
+    assert_equivalent(scenario)
+
+
+def test_identity_and_memo():
+    import fastcopy
+    for x in (decimal.Decimal("3.5"), fractions.Fraction(2, 3)):
+        memo = {}
+        assert fastcopy.deepcopy(x, memo) is x and memo == {}
+    s = {"a"}
+    memo = {}
+    y = fastcopy.deepcopy(s, memo)
+    keep = memo[id(memo)]
+    assert y == s and y is not s and len(memo) == 3
+    assert keep[1] is s and keep[0] == ["a"] and memo[id(keep[0])] == ["a"]
+
+
+# ---------------------------------------------------------------------------
+# Registered copiers, reducers, replaced hooks: the stdlib's road
+
+def _registered(table, key, value):
+    """Scenario builder wrapper that registers value in table[key] during the call."""
+    def wrap(scenario):
+        def run(impl):
+            case = scenario(impl)
+            call = case.call
+
+            def patched():
+                old = table.get(key, KeyError)
+                table[key] = value
+                try:
+                    return call()
+                finally:
+                    if old is KeyError:
+                        del table[key]
+                    else:
+                        table[key] = old
+            case.call = patched
+            return case
+        return run
+    return wrap
+
+
+def _red_set(s):
+    return (set, (["reduced"],))
+
+
+def _dc_frozenset(x, memo):
+    return frozenset(["copier"])
+
+
+def _red_td(td):
+    return (datetime.timedelta, (9,))
+
+
+def _dc_date(x, memo):
+    return "copied date"
+
+
+def _dc_decimal(x, memo):
+    return decimal.Decimal("7")
+
+
+REGISTRATIONS = [
+    (copyreg.dispatch_table, set, _red_set),
+    (copy._deepcopy_dispatch, frozenset, _dc_frozenset),
+    (copyreg.dispatch_table, datetime.timedelta, _red_td),
+    (copy._deepcopy_dispatch, datetime.date, _dc_date),
+    (copy._deepcopy_dispatch, decimal.Decimal, _dc_decimal),
+    (copy._deepcopy_dispatch, fractions.Fraction, _dc_decimal),
+]
+
+
+def _everything():
+    s, log = _sets()
+    d, _ = _dates()
+    n, _ = _numbers()
+    return [s, d, n], log
+
+
+@pytest.mark.parametrize("reg", REGISTRATIONS, ids=lambda r: getattr(r, "__name__", None))
+@pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
+def test_registered_copiers(reg, mode):
+    table, key, value = reg
+    assert_equivalent(_registered(table, key, value)(modes(_everything)[mode]))
+
+
+def test_registration_in_the_middle_of_a_copy():
+    """A hook registers a reducer for set half-way: later sets use it, as in the stdlib."""
+    class Reg:
+        def __deepcopy__(self, memo):
+            copyreg.dispatch_table[set] = _red_set
+            copyreg.dispatch_table[datetime.timedelta] = _red_td
+            return Reg()
+
+    def scenario(impl):
+        x = [{1}, datetime.timedelta(1), Reg(), {2}, datetime.timedelta(2)]
+
+        def call():
+            try:
+                r = impl.deepcopy(x)
+                return r, _reprs(r)
+            finally:
+                copyreg.dispatch_table.pop(set, None)
+                copyreg.dispatch_table.pop(datetime.timedelta, None)
+        return Case(x, call)
+    assert_equivalent(scenario)
+
+
+def _patched_attr(obj, name, value):
+    def wrap(scenario):
+        def run(impl):
+            case = scenario(impl)
+            call = case.call
+
+            def patched():
+                old = obj.__dict__[name] if name in obj.__dict__ else KeyError
+                setattr(obj, name, value)
+                try:
+                    return call()
+                finally:
+                    if old is KeyError:
+                        delattr(obj, name)
+                    else:
+                        setattr(obj, name, old)
+            case.call = patched
+            return case
+        return run
+    return wrap
+
+
+def _fraction_deepcopy(self, memo):
+    return fractions.Fraction(self.numerator + 1, self.denominator)
+
+
+def _slotnames(cls):
+    _slotnames.calls.append(cls.__name__)
+    return _ORIG_SLOTNAMES(cls)
+
+
+_slotnames.calls = []
+_ORIG_SLOTNAMES = copyreg._slotnames
+
+PATCHES = [
+    (fractions.Fraction, "__deepcopy__", _fraction_deepcopy),
+    (fractions, "Fraction", int),            # the name __deepcopy__ compares with
+    (fractions, "type", lambda o: int),      # shadows the builtin it calls
+    (copyreg, "_slotnames", _slotnames),     # 3.11+: set and timezone reduces call it
+]
+
+
+@pytest.mark.parametrize("patch", PATCHES, ids=lambda p: getattr(p, "__name__", None))
+@pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
+def test_replaced_hooks_and_globals(patch, mode):
+    obj, name, value = patch
+    assert_equivalent(_patched_attr(obj, name, value)(modes(_everything)[mode]))
+
+
+def test_slotnames_calls_counted():
+    """With copyreg._slotnames replaced, the stdlib calls it for every set (3.11+)."""
+    import fastcopy
+    x = [{1}, frozenset({2}), UTC, datetime.timezone(datetime.timedelta(hours=1))]
+    counts = []
+    for impl in (copy, fastcopy):
+        _slotnames.calls[:] = []
+        copyreg._slotnames = _slotnames
+        try:
+            impl.deepcopy(x)
+        finally:
+            copyreg._slotnames = _ORIG_SLOTNAMES
+        counts.append(list(_slotnames.calls))
+    assert counts[0] == counts[1]
+    if sys.version_info >= (3, 11):
+        assert counts[0]
+
+
+def test_preseeded_memo():
+    """A caller's memo with entries for the temporaries' originals wins, as in the stdlib."""
+    off = UTC.utcoffset(None)
+
+    def scenario(impl):
+        x = [datetime.datetime(2020, 1, 1, tzinfo=UTC), UTC]
+        memo = {id(off): datetime.timedelta(hours=3)}
+        return Case(x, lambda: (lambda r: (r, _reprs(r)))(impl.deepcopy(x, memo)), memo=memo)
+    assert_equivalent(scenario)
+
+
+# ---------------------------------------------------------------------------
+# numpy scalars (numpy 2.x: generic.__deepcopy__ returns the scalar; void copies)
+
+def _numpy_scalars():
+    np = pytest.importorskip("numpy")
+    log = []
+
+    class F64(np.float64):
+        pass
+    rec = np.array([(1, 2.5)], dtype="i4,f8")[0]
+    vals = [np.float32(1.5), np.float64(2.0), np.int64(3), np.uint8(4), np.bool_(True),
+            np.complex64(1j), np.str_("ab"), np.bytes_(b"x"), np.datetime64("2020-01-01"),
+            np.timedelta64(3, "s"), np.float16(0.5), np.longdouble(1), np.void(b"ab"), rec,
+            F64(7.0)]
+    return [vals, vals[0], vals[12]], log
+
+
+@pytest.mark.parametrize("scenario", modes(_numpy_scalars), ids=MODE_IDS)
+def test_numpy_scalars(scenario):
+    assert_equivalent(scenario)
+
+
+@pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
+def test_numpy_scalar_registered_copier(mode):
+    np = pytest.importorskip("numpy")
+    wrap = _registered(copy._deepcopy_dispatch, np.float32, lambda x, memo: np.float32(9))
+    assert_equivalent(wrap(modes(_numpy_scalars)[mode]))
