@@ -41,11 +41,12 @@ if _sys.version_info >= (3, 13):
 # becomes a one-line trampoline into fastcopy.  copy.deepcopy stays the same
 # object (same __module__, __name__, __defaults__, signature), so code that
 # did `from copy import deepcopy` before patch(), and the stdlib's internal
-# `deepcopy=deepcopy` default arguments, reach fastcopy too.  On 3.10/3.11
-# the cost is one Python frame per top-level call; on 3.12+ the functions'
-# vectorcall goes straight into C as well (src/module.c), so a patched
-# call costs about what fastcopy.deepcopy does.  unpatch() restores the
-# original vectorcall and code objects exactly.
+# `deepcopy=deepcopy` default arguments, reach fastcopy too.  The
+# functions' vectorcall goes straight into C as well (src/module.c), so a
+# patched call costs about what fastcopy.deepcopy does -- except on 3.11,
+# whose interpreter runs a Python function's code for calls from Python
+# without looking at its vectorcall, so there the frame stays.  unpatch()
+# restores the original vectorcall and code objects exactly.
 # --------------------------------------------------------------------------
 
 _STD_DEEPCOPY = _copy.deepcopy
@@ -95,7 +96,7 @@ def patch():
     setattr(_copy, _G_COPY, copy)
     _STD_DEEPCOPY.__code__ = _TRAMP_DEEPCOPY
     _STD_COPY.__code__ = _TRAMP_COPY
-    # 3.12+: calls skip the trampoline's frame (module.c, "patch()")
+    # calls skip the trampoline's frame (module.c, "patch()")
     _fastcopy._patch_vectorcall(_STD_DEEPCOPY, _STD_COPY, True)
     _patched = True
 

@@ -205,7 +205,7 @@ fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 }
 
 /* ------------------------------------------------------------------ */
-/* patch(): the stdlib's functions called straight into C (3.12+)       */
+/* patch(): the stdlib's functions called straight into C              */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -213,17 +213,25 @@ fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
  * as their __code__ (fastcopy/__init__.py), so the function objects, their
  * defaults and signature stay the stdlib's and references taken earlier
  * (`from copy import deepcopy`) reach fastcopy.  That costs a Python frame
- * per call.  On 3.12+ their vectorcall is also pointed at the functions
- * below (PyFunction_SetVectorcall, which also stops the interpreter from
- * specializing calls to them), which take the usual argument shapes
- * straight to the C entry points -- no frame -- and hand any other to the
- * trampoline, whose binding is the interpreter's own.  Anyone who then
- * replaces __code__ or __defaults__ again gets the function's own
- * vectorcall, as if we were not there.  unpatch() restores the saved
- * vectorcall before the code.  A vectorcall gets no context: a small table
- * maps each patched function to its module.  GIL builds only.
+ * per call.  Their vectorcall is also pointed at the functions below,
+ * which take the usual argument shapes straight to the C entry points --
+ * no frame -- and hand any other to the trampoline, whose binding is the
+ * interpreter's own.  Anyone who then replaces __code__ or __defaults__
+ * again gets the function's own vectorcall, as if we were not there.
+ * unpatch() restores the saved vectorcall before the code.  A vectorcall
+ * gets no context: a small table maps each patched function to its module.
+ * GIL builds only.
+ *
+ * 3.12+ set it with PyFunction_SetVectorcall, which also stops the
+ * interpreter from specializing calls to the function: every call comes
+ * here.  3.10 and 3.11 have no such API: the field is written directly
+ * (PyFunctionObject.vectorcall, which every call through the vectorcall
+ * protocol reads).  3.10 calls Python functions through it always; 3.11's
+ * interpreter pushes a frame for the function's code -- the trampoline --
+ * on every call from Python code without looking at it, so there only
+ * calls from C come here (correct either way).
  */
-#if FC_PY312_PLUS && !defined(Py_GIL_DISABLED)
+#if !defined(Py_GIL_DISABLED)
 #  define FC_HAVE_PATCH_VECTORCALL 1
 #  define FC_PATCH_SLOTS 8
 static struct {
@@ -232,6 +240,16 @@ static struct {
     PyObject *code, *defaults;  /* what it had when patched, borrowed */
     vectorcallfunc orig;
 } fc_patch_table[FC_PATCH_SLOTS];
+
+FC_INLINE void
+fc_set_vectorcall(PyFunctionObject *f, vectorcallfunc vc)
+{
+#  if FC_PY312_PLUS
+    PyFunction_SetVectorcall(f, vc);
+#  else
+    f->vectorcall = vc;
+#  endif
+}
 
 FC_INLINE int
 fc_patch_slot(PyObject *func)
@@ -324,7 +342,7 @@ fc_patch_one(PyObject *module, PyObject *func, vectorcallfunc vc)
     fc_patch_table[i].module = module;
     fc_patch_table[i].code = f->func_code;
     fc_patch_table[i].defaults = f->func_defaults;
-    PyFunction_SetVectorcall(f, vc);
+    fc_set_vectorcall(f, vc);
     return 0;
 }
 
@@ -335,7 +353,7 @@ fc_unpatch_one(PyObject *func)
     if (i < 0 || !PyFunction_Check(func)) {
         return;
     }
-    PyFunction_SetVectorcall((PyFunctionObject *)func, fc_patch_table[i].orig);
+    fc_set_vectorcall((PyFunctionObject *)func, fc_patch_table[i].orig);
     fc_patch_table[i].func = NULL;
     fc_patch_table[i].module = NULL;
 }
@@ -347,7 +365,7 @@ PyDoc_STRVAR(fc_patch_vectorcall_doc,
 "_patch_vectorcall(deepcopy, copy, on)\n--\n\n"
 "Point the stdlib's deepcopy/copy function objects (already given their\n"
 "trampoline __code__) at fastcopy's C entry points, or back (on=False).\n"
-"Returns whether this build does that (3.12+, GIL builds).");
+"Returns whether this build does that (GIL builds).");
 
 static PyObject *
 fc_py_patch_vectorcall(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
