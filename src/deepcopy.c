@@ -2162,13 +2162,13 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
     PyObject *y = NULL;
     FcCtx *lender = NULL;
     if (memo != NULL && memo != Py_None) {
-        if (st->shown != NULL && (nil == NULL || nil == st->nil)
-            && (lender = fc_memo_borrow(st, memo)) != NULL) {
+        if (st->shown != NULL && (lender = fc_memo_borrow(st, memo)) != NULL) {
             /* a hook's deepcopy(y, memo) with the memo it was shown: go on
-               with its call's native table (memo.c, "Showing the memo") */
+               with its call's native table (memo.c, "Showing the memo").
+               The patched trampoline passes copy's own _nil. */
             fc_memo_take(&c, lender);
             PyObject *v = fc_memo_get(&c.native, x);
-            if (v != NULL) {
+            if (v != NULL && v != nil) {
                 v = Py_NewRef(v);
                 fc_ctx_fini(&c);
                 return v;

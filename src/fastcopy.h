@@ -436,6 +436,10 @@ typedef struct {
     FcSpare spare;                 /* the last call's heap buffers (memo.c) */
     struct FcCtx *shown;           /* calls whose memo a hook sees right now,
                                       innermost first (memo.c; GIL builds) */
+    Py_ssize_t memo_shown, memo_borrowed, memo_to_dict;   /* counts, for
+                                      _sysinfo(): how often a memo was shown
+                                      to a hook, lent to a nested call, and
+                                      turned into the dict for good */
 } FcState;
 
 /* ------------------------------------------------------------------ */
@@ -524,7 +528,6 @@ typedef struct FcCtx {
     int lent;                 /* our native memo is with a nested call */
     struct FcCtx *shown_next; /* FcState.shown list, while shown */
     Py_ssize_t shown_refs;    /* the dict's refcount when shown */
-    Py_ssize_t shown_keep_refs;
     int shown;                /* a hook sees the memo now */
     FcFrame *frames;
     Py_ssize_t nframes, capframes;

@@ -524,8 +524,10 @@ fc_retrack_all(FcCtx *c)
  *
  *   - its version tag is the one our last write left (the hook added,
  *     changed or deleted nothing), and
- *   - its reference count, and its keep-alive list's, are back to what
- *     they were when it was shown (the hook kept no reference).
+ *   - its reference count is back to what it was when it was shown, and
+ *     its keep-alive list is held by the mirror and us alone (the hook
+ *     kept no reference; the list may have been made while it ran, by a
+ *     nested call).
  *
  * Then the call goes on natively (fc_memo_hide).  Otherwise the dict is the
  * memo from then on, as for a caller's memo: FC_MEMO_DICT, every lookup and
@@ -609,6 +611,7 @@ fc_memo_to_dict(FcCtx *c)
     c->mode = FC_MEMO_DICT;
     fc_memo_clear(m);
     m->dict_truth = 1;
+    c->st->memo_to_dict++;
 }
 
 /* About to hand c->memo to a hook: make it the stdlib's dict of this
@@ -627,12 +630,12 @@ fc_memo_show(FcCtx *c)
     FcMemo *m = &c->native;
     c->memo = Py_NewRef(m->mirror);
     Py_CLEAR(c->memo_id);
+    c->st->memo_shown++;
 #ifdef Py_GIL_DISABLED
     fc_memo_to_dict(c);
 #else
     c->shown = 1;
     c->shown_refs = Py_REFCNT(m->mirror);
-    c->shown_keep_refs = m->mirror_keep ? Py_REFCNT(m->mirror_keep) : 0;
     c->shown_next = c->st->shown;
     c->st->shown = c;
 #endif
@@ -664,7 +667,7 @@ fc_memo_hide(FcCtx *c)
     if (!m->dict_truth && m->mirror == c->memo
         && fc_dict_version(m->mirror) == m->mir_ver
         && Py_REFCNT(m->mirror) == c->shown_refs
-        && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == c->shown_keep_refs)) {
+        && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == 2)) {
         Py_CLEAR(c->memo);
         return;
     }
@@ -731,6 +734,7 @@ fc_memo_take(FcCtx *c, FcCtx *lender)
     fc_memo_move(&c->native, &lender->native);
     lender->lent = 1;
     c->lender = lender;
+    c->st->memo_borrowed++;
 }
 
 /* The nested call on a borrowed table ends: the hook that called it goes on

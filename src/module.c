@@ -418,7 +418,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
 #else
     int watcher = -1;
 #endif
-    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i}",
+    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
                          "frame_size", (int)sizeof(FcFrame),
@@ -429,7 +429,10 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "gen", PyLong_FromUnsignedLongLong(st->gen),
                          "watcher", watcher,
                          "always_refresh", st->always_refresh,
-                         "gc_grace", FC_GC_GRACE);
+                         "gc_grace", FC_GC_GRACE,
+                         "memo_shown", st->memo_shown,
+                         "memo_borrowed", st->memo_borrowed,
+                         "memo_to_dict", st->memo_to_dict);
 }
 
 static PyMethodDef fc_methods[] = {

@@ -304,3 +304,48 @@ def test_random_hook_mixes(seed):
                 src.append((i, shared))
         return src
     _check(build)
+
+
+def _counts():
+    import fastcopy._fastcopy as core
+    i = core._sysinfo()
+    return i["memo_shown"], i["memo_borrowed"], i["memo_to_dict"]
+
+
+def _delta(fn):
+    a = _counts()
+    fn()
+    return tuple(q - p for p, q in zip(a, _counts()))
+
+
+class PassAlong:
+    """pydantic's BaseModel.__deepcopy__: deepcopy(self.__dict__, memo=memo) through the
+    module's own `deepcopy` (the stdlib's function, patched or not)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __deepcopy__(self, memo):
+        new = PassAlong.__new__(PassAlong)
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo=memo))
+        return new
+
+
+def test_patched_nested_calls_stay_native(fc):
+    # white box: with fastcopy patched in, a hook that passes the memo along neither
+    # changes nor keeps it, so the walk goes on natively (no switch to the dict)
+    src = [PassAlong(a=[i], b={"c": [i]}) for i in range(20)]
+    with fc.patched():
+        shown, borrowed, to_dict = _delta(lambda: fc.deepcopy(src))
+    assert (shown, borrowed, to_dict) == (20, 20, 0)
+    # unpatched, the stdlib's deepcopy writes into the memo: the dict is the memo from then on
+    shown, borrowed, to_dict = _delta(lambda: fc.deepcopy(src))
+    assert (shown, borrowed, to_dict) == (1, 0, 1)
+
+
+def test_untouched_memo_stays_native(fc):
+    class Same:
+        def __deepcopy__(self, memo):
+            return self
+    src = [Same(), [1], Same(), {"a": [2]}, Same()]
+    assert _delta(lambda: fc.deepcopy(src)) == (3, 0, 0)
