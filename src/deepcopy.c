@@ -1432,7 +1432,8 @@ fc_deep_set(FcCtx *c, PyObject *x)
             quiet &= fc_key_quiet(item);
         }
         if (i == n) {
-            /* _deepcopy_list(items): the same items; items is ours alone */
+            /* _deepcopy_list(items): the same items; items is ours alone
+               (lint: own container) */
             PyObject *ylist = PyList_GetSlice(items, 0, n);
             if (ylist == NULL || fc_untrack(c, ylist) < 0
                 || fc_memo_finish(c, items, ylist) < 0) {
