@@ -333,11 +333,10 @@ fc_loaded_attr(const char *modname, const char *attr)
     return v;
 }
 
-/* Does f do nothing but `return <first argument>` (two arguments)?  Its
-   code is compared with such a function compiled here, by this interpreter.
-   1 | 0 */
+/* Does function f have the code of `src` (one def) compiled here?
+   Bytecode, constants, names and argument count are compared.  1 | 0 */
 static int
-fc_is_return_self(PyObject *f)
+fc_func_is(PyObject *f, const char *src, const char *name)
 {
     if (!PyFunction_Check(f)) {
         return 0;
@@ -348,17 +347,18 @@ fc_is_return_self(PyObject *f)
         return 0;
     }
     int same = 0;
-    PyObject *r = PyRun_String("def _f(self, memo):\n    return self\n",
-                               Py_file_input, ns, ns);
-    PyObject *ref = r ? PyDict_GetItemString(ns, "_f") : NULL;
+    PyObject *r = PyRun_String(src, Py_file_input, ns, ns);
+    PyObject *ref = r ? PyDict_GetItemString(ns, name) : NULL;
     if (ref != NULL && PyFunction_Check(ref)) {
         PyCodeObject *a = (PyCodeObject *)PyFunction_GET_CODE(f);
         PyCodeObject *b = (PyCodeObject *)PyFunction_GET_CODE(ref);
         PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
-        same = ca != NULL && cb != NULL && a->co_argcount == 2
+        same = ca != NULL && cb != NULL && a->co_argcount == b->co_argcount
+               && a->co_kwonlyargcount == 0 && a->co_flags == b->co_flags
                && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
                && PyObject_RichCompareBool(a->co_consts, b->co_consts, Py_EQ) == 1
-               && PyTuple_GET_SIZE(a->co_names) == 0;
+               && PyObject_RichCompareBool(a->co_names, b->co_names, Py_EQ) == 1
+               && ((PyFunctionObject *)f)->func_closure == NULL;
         Py_XDECREF(ca);
         Py_XDECREF(cb);
     }
@@ -366,6 +366,13 @@ fc_is_return_self(PyObject *f)
     Py_DECREF(ns);
     PyErr_Clear();
     return same;
+}
+
+/* Does f do nothing but `return <first argument>` (two arguments)?  1 | 0 */
+static int
+fc_is_return_self(PyObject *f)
+{
+    return fc_func_is(f, "def _f(self, memo):\n    return self\n", "_f");
 }
 
 /* enum.Enum.__deepcopy__ is `return self` (3.11+); found lazily through
@@ -554,41 +561,6 @@ fc_plan_plain_common(FcState *st, PyTypeObject *tp, int gflags, PyObject **slotn
     }
     *slotnames = names;
     return 1;
-}
-
-/* Does function f have the code of `src` (one def) compiled here?
-   Bytecode, constants, names and argument count are compared.  1 | 0 */
-static int
-fc_func_is(PyObject *f, const char *src, const char *name)
-{
-    if (!PyFunction_Check(f)) {
-        return 0;
-    }
-    PyObject *ns = PyDict_New();
-    if (ns == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    int same = 0;
-    PyObject *r = PyRun_String(src, Py_file_input, ns, ns);
-    PyObject *ref = r ? PyDict_GetItemString(ns, name) : NULL;
-    if (ref != NULL && PyFunction_Check(ref)) {
-        PyCodeObject *a = (PyCodeObject *)PyFunction_GET_CODE(f);
-        PyCodeObject *b = (PyCodeObject *)PyFunction_GET_CODE(ref);
-        PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
-        same = ca != NULL && cb != NULL && a->co_argcount == b->co_argcount
-               && a->co_kwonlyargcount == 0 && a->co_flags == b->co_flags
-               && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
-               && PyObject_RichCompareBool(a->co_consts, b->co_consts, Py_EQ) == 1
-               && PyObject_RichCompareBool(a->co_names, b->co_names, Py_EQ) == 1
-               && ((PyFunctionObject *)f)->func_closure == NULL;
-        Py_XDECREF(ca);
-        Py_XDECREF(cb);
-    }
-    Py_XDECREF(r);
-    Py_DECREF(ns);
-    PyErr_Clear();
-    return same;
 }
 
 /* fractions.Fraction.__deepcopy__, 3.10-3.13 alike. */
