@@ -692,15 +692,18 @@ fc_memo_expose(FcCtx *c)
     return 0;
 }
 
-/* Move a native memo to another context (its inline arrays move along). */
+/* Move a native memo to another context: its fields, and of its inline
+   arrays only the part in use (a big memo uses none). */
 static void
 fc_memo_move(FcMemo *dst, FcMemo *src)
 {
-    *dst = *src;
+    memcpy(dst, src, offsetof(FcMemo, small));
     if (src->entries == src->small) {
+        memcpy(dst->small, src->small, sizeof(FcMemoEntry) * (size_t)src->n);
         dst->entries = dst->small;
     }
     if (src->keep == src->small_keep) {
+        memcpy(dst->small_keep, src->small_keep, sizeof(PyObject *) * (size_t)src->nkeep);
         dst->keep = dst->small_keep;
     }
     FcSpare *sp = src->spare;
