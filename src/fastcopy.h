@@ -528,6 +528,7 @@ typedef struct FcCtx {
     int lent;                 /* our native memo is with a nested call */
     struct FcCtx *shown_next; /* FcState.shown list, while shown */
     Py_ssize_t shown_refs;    /* the dict's refcount when shown */
+    PyThreadState *shown_ts;  /* the thread it was shown on */
     int shown;                /* a hook sees the memo now */
     FcFrame *frames;
     Py_ssize_t nframes, capframes;

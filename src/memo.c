@@ -636,6 +636,7 @@ fc_memo_show(FcCtx *c)
 #else
     c->shown = 1;
     c->shown_refs = Py_REFCNT(m->mirror);
+    c->shown_ts = PyThreadState_Get();
     c->shown_next = c->st->shown;
     c->st->shown = c;
 #endif
@@ -717,9 +718,12 @@ fc_memo_move(FcMemo *dst, FcMemo *src)
 static FcCtx *
 fc_memo_borrow(FcState *st, PyObject *memo)
 {
+    PyThreadState *ts = PyThreadState_Get();
     for (FcCtx *o = st->shown; o != NULL; o = o->shown_next) {
         FcMemo *m = &o->native;
-        if (!o->lent && m->mirror == memo) {
+        /* a hook that hands the memo to another thread: that thread's
+           call uses the dict, as for a caller's memo */
+        if (!o->lent && m->mirror == memo && o->shown_ts == ts) {
             if (o->mode == FC_MEMO_NATIVE && !m->dict_truth
                 && fc_dict_version(memo) == m->mir_ver) {
                 return o;

@@ -349,3 +349,29 @@ def test_untouched_memo_stays_native(fc):
             return self
     src = [Same(), [1], Same(), {"a": [2]}, Same()]
     assert _delta(lambda: fc.deepcopy(src)) == (3, 0, 0)
+
+
+def test_memo_handed_to_another_thread(fc):
+    # a hook that copies through another thread with the memo it was shown: that thread's
+    # call works on the dict (no loan across threads), and the outcome is the stdlib's
+    import threading
+
+    class Threaded:
+        def __init__(self, child):
+            self.child = child
+
+        def __deepcopy__(self, memo):
+            out = []
+            t = threading.Thread(target=lambda: out.append(_IMPL[0].deepcopy(self.child, memo)))
+            t.start()
+            t.join()
+            new = Threaded.__new__(Threaded)
+            new.child = out[0]
+            return new
+
+    def build(log):
+        shared = [1]
+        src = []
+        src.extend([shared, Threaded([shared, {"a": [2]}]), Peek(log, src, "after"), shared])
+        return src
+    _check(build)
