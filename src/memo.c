@@ -545,7 +545,8 @@ fc_retrack_all(FcCtx *c)
  * read it (fc_memo_borrow / fc_memo_return).
  *
  * Free-threaded builds never leave a shown memo: a reference count says
- * nothing there about who can reach the dict.
+ * nothing there about who can reach the dict.  Nor do builds without dict
+ * version tags (3.14+, FC_HAVE_DICT_VERSION 0; dict watchers would do).
  */
 
 /* The mirror holds every entry and keep-alive original of the native memo,
@@ -595,7 +596,9 @@ fc_memo_sync(FcMemo *m)
         }
         m->mir_keep = i + 1;
     }
+#if FC_HAVE_DICT_VERSION
     m->mir_ver = fc_dict_version(d);
+#endif
     return 0;
 }
 
@@ -631,7 +634,9 @@ fc_memo_show(FcCtx *c)
     c->memo = Py_NewRef(m->mirror);
     Py_CLEAR(c->memo_id);
     c->st->memo_shown++;
-#ifdef Py_GIL_DISABLED
+#if defined(Py_GIL_DISABLED) || !FC_HAVE_DICT_VERSION
+    /* no refcount argument, or no version tag to see a hook's writes by:
+       the dict is the memo from now on */
     fc_memo_to_dict(c);
 #else
     c->shown = 1;
@@ -664,6 +669,7 @@ fc_memo_hide(FcCtx *c)
     if (c->mode != FC_MEMO_NATIVE) {
         return;
     }
+#if FC_HAVE_DICT_VERSION
     FcMemo *m = &c->native;
     if (!m->dict_truth && m->mirror == c->memo
         && fc_dict_version(m->mirror) == m->mir_ver
@@ -672,6 +678,7 @@ fc_memo_hide(FcCtx *c)
         Py_CLEAR(c->memo);
         return;
     }
+#endif
     fc_memo_to_dict(c);
 }
 
@@ -724,10 +731,12 @@ fc_memo_borrow(FcState *st, PyObject *memo)
         /* a hook that hands the memo to another thread: that thread's
            call uses the dict, as for a caller's memo */
         if (!o->lent && m->mirror == memo && o->shown_ts == ts) {
+#if FC_HAVE_DICT_VERSION
             if (o->mode == FC_MEMO_NATIVE && !m->dict_truth
                 && fc_dict_version(memo) == m->mir_ver) {
                 return o;
             }
+#endif
             return NULL;
         }
     }

@@ -582,10 +582,12 @@ fc_frac_names_ok(FcState *st, PyTypeObject *tp)
     if (!PyDict_CheckExact(g) || !PyDict_CheckExact(b)) {
         return 0;
     }
+#if FC_HAVE_DICT_VERSION
     if (fc_dict_version(g) == st->frac_ver[0] && fc_dict_version(b) == st->frac_ver[1]
         && st->frac_ver[0] != 0) {
         return 1;
     }
+#endif
     /* the keys are exact strs: these lookups run no user code */
     PyObject *v = PyDict_GetItemWithError(g, st->s_fraction);
     if (v != (PyObject *)tp) {
@@ -597,8 +599,10 @@ fc_frac_names_ok(FcState *st, PyTypeObject *tp)
     if (PyDict_GetItemWithError(b, st->s_type) != (PyObject *)&PyType_Type) {
         return PyErr_Occurred() ? -1 : 0;
     }
+#if FC_HAVE_DICT_VERSION
     st->frac_ver[0] = fc_dict_version(g);
     st->frac_ver[1] = fc_dict_version(b);
+#endif
     return 1;
 }
 
