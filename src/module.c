@@ -235,9 +235,11 @@ fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 #  define FC_HAVE_PATCH_VECTORCALL 1
 #  define FC_PATCH_SLOTS 8
 static struct {
-    PyObject *func;             /* the stdlib's function; NULL: free slot */
-    PyObject *module;           /* borrowed: copy's globals hold our builtin */
-    PyObject *code, *defaults;  /* what it had when patched, borrowed */
+    PyObject *func;             /* the stdlib's function, strong; NULL: free */
+    PyObject *module;           /* ours, strong: both live while patched, so a
+                                   call during interpreter teardown finds them */
+    PyObject *code, *defaults;  /* what it had when patched, borrowed (only
+                                   compared) */
     vectorcallfunc orig;
 } fc_patch_table[FC_PATCH_SLOTS];
 
@@ -336,10 +338,10 @@ fc_patch_one(PyObject *module, PyObject *func, vectorcallfunc vc)
         if (i < 0) {
             return 0;   /* table full: the trampoline alone still works */
         }
-        fc_patch_table[i].func = func;
+        fc_patch_table[i].func = Py_NewRef(func);
         fc_patch_table[i].orig = f->vectorcall;
     }
-    fc_patch_table[i].module = module;
+    Py_XSETREF(fc_patch_table[i].module, Py_NewRef(module));
     fc_patch_table[i].code = f->func_code;
     fc_patch_table[i].defaults = f->func_defaults;
     fc_set_vectorcall(f, vc);
@@ -354,8 +356,11 @@ fc_unpatch_one(PyObject *func)
         return;
     }
     fc_set_vectorcall((PyFunctionObject *)func, fc_patch_table[i].orig);
+    PyObject *f = fc_patch_table[i].func, *m = fc_patch_table[i].module;
     fc_patch_table[i].func = NULL;
     fc_patch_table[i].module = NULL;
+    Py_DECREF(f);
+    Py_XDECREF(m);
 }
 #else
 #  define FC_HAVE_PATCH_VECTORCALL 0

@@ -135,3 +135,20 @@ def test_vectorcall_skips_the_trampoline(fc):
         with fc.patched():
             list(map(copy.deepcopy, [Hook()]))
     assert seen and all(name != "deepcopy" for name in seen), seen
+
+
+def test_patched_copy_in_a_finalizer_at_interpreter_exit():
+    # the patched functions keep the module alive: a copy made by a finalizer during
+    # interpreter teardown still works (no freed module state, no crash)
+    from shape import run_python
+    r = run_python(
+        "import fastcopy, copy, sys\n"
+        "fastcopy.patch()\n"
+        "class D:\n"
+        "    def __del__(self):\n"
+        "        copy.deepcopy([1, {'a': [2]}]); copy.copy([3])\n"
+        "d = D(); d.me = d\n"
+        "sys.modules['__main__'].keep = d\n"
+        "print('ok')\n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "ok"
