@@ -30,9 +30,9 @@
  * costs more than the copy, and nothing is gained by waiting).
  *
  * Running them: CPU copies move with memcpy; from 64 KiB in total with the
- * GIL released, and from 8 MiB split into equal byte ranges over as many
+ * GIL released, and from 32 MiB split into equal byte ranges over as many
  * threads as torch.get_num_threads() -- what torch's own copy_ would use --
- * but no more than one per 4 MiB.  The missing pages of a destination of
+ * but no more than one per 16 MiB.  The missing pages of a destination of
  * 64 KiB or more are mapped ahead with MADV_POPULATE_WRITE (those already
  * mapped, as glibc's reused heap is, are left alone).  CUDA copies go,
  * one submission per (device, stream) in first-seen order, to
@@ -64,12 +64,15 @@ static int fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size
 /* Host copies are split over up to torch's intra-op thread count, as
    torch's own copy_ of a big storage is (at::parallel_for), but each thread
    takes at least this many bytes: starting and joining a thread costs
-   ~30-150 us here (more when the other CPUs are busy), against ~90 us to
-   copy 1 MiB.  Measured on the 2-CPU VM (benchmarks/bench_kernel.py and
-   one flush of N MiB into mapped pages, 2 threads against 1): 4.0x as
-   slow at 1 MiB, 1.14x at 2 MiB, 1.06x at 4 MiB, 1.02-1.04x from 8 MiB to
-   32 MiB; a ~30 MB model copy (many flushes) 1.16-1.21x as slow. */
-#define FC_DEFER_PER_THREAD ((size_t)4 << 20)
+   ~30-150 us here, and the second CPU is often busy.  Measured on the 2-CPU
+   VM (one flush of N MiB into mapped pages, 2 threads against 1, medians of
+   15 interleaved rounds, three runs): 4.0x as slow at 1 MiB, 1.14x at 2,
+   1.06x at 4, 1.04-1.47x at 8, 0.93-1.30x at 16, 1.02-1.28x at 32,
+   0.88x at 48, 1.01-1.04x at 64, 1.00x at 96; a ~30 MB model copy 1.3-2.3x
+   as slow with 1 MiB shares (benchmarks/bench_kernel.py --methods
+   fastcopy).  No size gained here; 16 MiB keeps the threads for copies
+   where a machine with idle CPUs can gain and this one loses little. */
+#define FC_DEFER_PER_THREAD ((size_t)16 << 20)
 
 typedef struct {
     const FcCopyOp *ops;

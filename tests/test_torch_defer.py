@@ -198,8 +198,9 @@ def test_threaded_flush_of_big_copies(defer):
 POPULATE_CHILD = r"""
 import copy, torch, fastcopy
 g = torch.Generator().manual_seed(7)
-# sizes around the page-population minimum (64 KiB), the 2 MiB pieces and
-# the per-thread share (4 MiB), none a multiple of the page size
+# sizes around the page-population minimum (64 KiB) and the 2 MiB pieces,
+# none a multiple of the page size; 38 MB in all, over the 32 MiB from which
+# a flush is split over two threads (16 MiB each at least)
 sizes = [16_385, 70_001, 262_147, 524_289, 1_100_003, 2_500_001, 5_000_011]
 for threads in (1, 3):
     torch.set_num_threads(threads)
