@@ -30,8 +30,11 @@
  * costs more than the copy, and nothing is gained by waiting).
  *
  * Running them: CPU copies move with memcpy; from 64 KiB in total with the
- * GIL released, and from 1 MiB split into equal byte ranges over as many
- * threads as torch.get_num_threads() -- what torch's own copy_ would use.  CUDA copies go,
+ * GIL released, and from 32 MiB split into equal byte ranges over as many
+ * threads as torch.get_num_threads() -- what torch's own copy_ would use --
+ * but no more than one per 16 MiB.  The missing pages of a destination of
+ * 64 KiB or more are mapped ahead with MADV_POPULATE_WRITE (those already
+ * mapped, as glibc's reused heap is, are left alone).  CUDA copies go,
  * one submission per (device, stream) in first-seen order, to
  * fastcopy._cuda's C API (cuMemcpyBatchAsync on torch's current stream;
  * see cuda/_cuda.c), which never waits.
@@ -58,9 +61,18 @@ static int fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size
 #define FC_PAR_MAX_THREADS 64
 /* below this many bytes, dropping and retaking the GIL costs more than it frees */
 #define FC_NOGIL_MIN ((size_t)1 << 16)
-/* from this many bytes, host copies are split over torch's intra-op thread
-   count, as torch's own copy_ of a big storage is (at::parallel_for) */
-#define FC_DEFER_PAR_MIN ((size_t)1 << 20)
+/* Host copies are split over up to torch's intra-op thread count, as
+   torch's own copy_ of a big storage is (at::parallel_for), but each thread
+   takes at least this many bytes: starting and joining a thread costs
+   ~30-150 us here, and the second CPU is often busy.  Measured on the 2-CPU
+   VM (one flush of N MiB into mapped pages, 2 threads against 1, medians of
+   15 interleaved rounds, three runs): 4.0x as slow at 1 MiB, 1.14x at 2,
+   1.06x at 4, 1.04-1.47x at 8, 0.93-1.30x at 16, 1.02-1.28x at 32,
+   0.88x at 48, 1.01-1.04x at 64, 1.00x at 96; a ~30 MB model copy 1.3-2.3x
+   as slow with 1 MiB shares (benchmarks/bench_kernel.py --methods
+   fastcopy).  No size gained here; 16 MiB keeps the threads for copies
+   where a machine with idle CPUs can gain and this one loses little. */
+#define FC_DEFER_PER_THREAD ((size_t)16 << 20)
 
 typedef struct {
     const FcCopyOp *ops;
@@ -71,7 +83,7 @@ typedef struct {
 
 /* Pieces of a big copy: its destination pages are populated just before
    they are written (below), a piece at a time so they are still in cache. */
-#define FC_POPULATE_MIN ((size_t)1 << 20)
+#define FC_POPULATE_MIN ((size_t)1 << 16)
 #define FC_POPULATE_PIECE ((size_t)2 << 20)
 
 #ifdef __linux__
@@ -79,13 +91,48 @@ typedef struct {
 static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking */
 #endif
 
+/* Populate the pages of [a, b) (page aligned, at most one piece) that are
+   not mapped yet, and only those: mincore() tells, one byte per page, from
+   the page tables (for anonymous memory "resident" is "mapped").  A
+   destination that the allocator hands back from its free lists (glibc's
+   heap below its mmap threshold, which adapts upwards to the sizes freed)
+   is mapped already, and MADV_POPULATE_WRITE would walk every one of its
+   pages for nothing (measured: 0.5-1.1 ms of system time per copy of a
+   ~30 MB model, 0 without it); a fresh mmap or a trimmed heap top is not,
+   and is mapped here in one call per run of missing pages.
+   0 | -1 when the kernel refused (the caller stops asking) */
+static int
+fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
+{
+    unsigned char vec[FC_POPULATE_PIECE / 4096];
+    size_t npages = (size_t)(b - a) / page;
+    if (npages > sizeof(vec) || mincore((void *)a, (size_t)(b - a), vec) != 0) {
+        /* (cannot happen for our own buffers) populate it all */
+        return madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE) != 0 ? -1 : 0;
+    }
+    for (size_t i = 0; i < npages; ) {
+        if (vec[i] & 1) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < npages && !(vec[j] & 1)) {
+            j++;
+        }
+        if (madvise((void *)(a + i * page), (j - i) * page, MADV_POPULATE_WRITE) != 0) {
+            return -1;
+        }
+        i = j;
+    }
+    return 0;
+}
+
 /* memcpy(dst, src, n).  A fresh destination faults on every page it
-   touches; on big copies one madvise(MADV_POPULATE_WRITE) per piece maps
-   its pages ahead in a single call instead (measured here: 128 MiB into a
-   fresh torch tensor in 49-57 ms against 57-75 ms for torch's own copy_,
-   and ~90 ms for a plain memcpy).  The pages hold the same bytes either
-   way.  Only when asked (populate): on pages already mapped it is pure
-   cost -- numpy's pool copies took twice as long -- so numpy.c, whose big
+   touches; on big copies its missing pages are mapped ahead, a piece at a
+   time, with one madvise(MADV_POPULATE_WRITE) per run of them (measured
+   here: 128 MiB into a fresh torch tensor in 49-57 ms against 57-75 ms for
+   torch's own copy_, and ~90 ms for a plain memcpy).  The pages hold the
+   same bytes either way.  Only when asked (populate): numpy.c, whose big
    arrays come mapped (huge pages, or the pool), does not ask. */
 static void
 fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
@@ -99,7 +146,7 @@ fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
             size_t len = n - off < FC_POPULATE_PIECE ? n - off : FC_POPULATE_PIECE;
             uintptr_t a = ((uintptr_t)dst + off + page - 1) & ~(uintptr_t)(page - 1);
             uintptr_t b = ((uintptr_t)dst + off + len) & ~(uintptr_t)(page - 1);
-            if (b > a && madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE) != 0) {
+            if (b > a && fc_populate_missing(a, b, page) != 0) {
                 /* EINVAL before Linux 5.14, or a mapping it refuses */
                 atomic_store_explicit(&fc_populate_broken, 1, memory_order_relaxed);
                 memcpy(dst + off, src + off, n - off);
@@ -292,11 +339,12 @@ done:
 
 /* Threads for host copies of `total` bytes: torch's intra-op count (asked
    at each big flush: torch.set_num_threads may have changed it), 1 if that
-   cannot be had.  Asked before any address is read: it is a call. */
+   cannot be had, and no more than FC_DEFER_PER_THREAD bytes each allow.
+   Asked before any address is read: it is a call. */
 static int
 fc_defer_threads(FcState *st, size_t total)
 {
-    if (total < FC_DEFER_PAR_MIN || st->torch_num_threads == NULL) {
+    if (total < 2 * FC_DEFER_PER_THREAD || st->torch_num_threads == NULL) {
         return 1;
     }
     PyObject *v = PyObject_CallNoArgs(st->torch_num_threads);
@@ -305,6 +353,10 @@ fc_defer_threads(FcState *st, size_t total)
         PyErr_Clear();      /* a thread count is advice: copy on one */
     }
     Py_XDECREF(v);
+    size_t most = total / FC_DEFER_PER_THREAD;
+    if (n > 0 && (size_t)n > most) {
+        n = (long)most;
+    }
     return n < 1 ? 1 : n > FC_PAR_MAX_THREADS ? FC_PAR_MAX_THREADS : (int)n;
 }
 

@@ -195,6 +195,44 @@ def test_threaded_flush_of_big_copies(defer):
         fastcopy.configure(**old)
 
 
+POPULATE_CHILD = r"""
+import copy, torch, fastcopy
+g = torch.Generator().manual_seed(7)
+# sizes around the page-population minimum (64 KiB) and the 2 MiB pieces,
+# none a multiple of the page size; 38 MB in all, over the 32 MiB from which
+# a flush is split over two threads (16 MiB each at least)
+sizes = [16_385, 70_001, 262_147, 524_289, 1_100_003, 2_500_001, 5_000_011]
+for threads in (1, 3):
+    torch.set_num_threads(threads)
+    for rnd in range(6):
+        x = {i: torch.randn(n, generator=g) for i, n in enumerate(sizes)}
+        x["view"] = x[6][1000:4_000_000]
+        keep = [fastcopy.deepcopy(x) for _ in range(rnd % 3)]   # heap holes and tops
+        y, z = fastcopy.deepcopy(x), copy.deepcopy(x)
+        for k in x:
+            assert torch.equal(y[k], z[k]), (threads, rnd, k)
+            assert y[k].storage_offset() == z[k].storage_offset()
+        assert y["view"].untyped_storage().data_ptr() == y[6].untyped_storage().data_ptr()
+        del keep, y, z
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("malloc", [
+    "", "glibc.malloc.mmap_threshold=131072",
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"],
+    ids=["adaptive", "fresh-mmaps", "mapped-heap"])
+def test_populated_and_threaded_copies_are_exact(malloc, monkeypatch):
+    """Big host copies map only the destination pages that are missing
+    (mincore) and split the bytes over threads: the same bytes as the
+    stdlib's, whether glibc hands out fresh mmaps, reused heap, or both."""
+    from shape import run_python
+    if malloc:
+        monkeypatch.setenv("GLIBC_TUNABLES", malloc)
+    p = run_python(POPULATE_CHILD, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr
+
+
 def test_share_predicate_sees_complete_copies(defer):
     # share= is fastcopy's own: no stdlib oracle.  The predicate is user
     # code; when it runs on the inner list, the copy of t made just before
