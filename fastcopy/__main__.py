@@ -205,21 +205,32 @@ def _main_realistic(args, out, err):
     if bad:
         print("python -m fastcopy: %s do(es) not apply to --realistic" % ", ".join(bad), file=err)
         return 2
+    impls = _import_impls(args, err, ("deepcopy", "patch"), say_no_copium=True)
+    if impls is None:
+        return 2
+    return _realistic.main(args, out, err, *impls)
+
+
+def _import_impls(args, err, needs, say_no_copium=False):
+    """(fastcopy, copium or None), or None after saying why fastcopy is missing."""
     try:
         import fastcopy
-        fastcopy.deepcopy, fastcopy.patch
+        for name in needs:
+            getattr(fastcopy, name)
     except (ImportError, AttributeError) as exc:
         print("python -m fastcopy: fastcopy is not importable (%s); build it with "
               "'python setup.py build_ext --inplace'" % exc, file=err)
-        return 2
+        return None
     copium = None
     if not args.no_copium:
         try:
             import copium
         except ImportError:
-            print("python -m fastcopy: copium is not installed; its columns stay empty",
-                  file=err)
-    return _realistic.main(args, out, err, fastcopy, copium)
+            copium = None
+            if say_no_copium:
+                print("python -m fastcopy: copium is not installed; its columns stay empty",
+                      file=err)
+    return fastcopy, copium
 
 
 def main(argv=None, out=None, err=None):
@@ -248,19 +259,10 @@ def main(argv=None, out=None, err=None):
                   file=err)
             return 2
 
-    try:
-        import fastcopy
-        fastcopy.deepcopy, fastcopy.copy
-    except (ImportError, AttributeError) as exc:
-        print("python -m fastcopy: fastcopy is not importable (%s); build it with "
-              "'python setup.py build_ext --inplace'" % exc, file=err)
+    impls = _import_impls(args, err, ("deepcopy", "copy"))
+    if impls is None:
         return 2
-    copium = None
-    if not args.no_copium:
-        try:
-            import copium
-        except ImportError:
-            copium = None
+    fastcopy, copium = impls
 
     size = args.size or ("small" if args.quick else None)
     repeats = args.repeats or (3 if args.quick else 11)
