@@ -151,15 +151,7 @@ def _table(results, impls, out):
         print("error: %s on %s: %s" % (n, wname, e), file=out)
 
 
-def _version(mod):
-    v = getattr(mod, "__version__", None)
-    if v is None:
-        try:
-            from importlib.metadata import version
-            v = version(mod.__name__)
-        except Exception:                               # noqa: BLE001 - informational only
-            v = "?"
-    return v
+_version = _bench.library_version
 
 
 def _import_matplotlib():

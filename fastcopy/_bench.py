@@ -257,6 +257,18 @@ class Workload:
         return "<Workload %s (%s)>" % (self.name, self.kind)
 
 
+def library_version(mod):
+    """A module's version for report headers: __version__, else its distribution's."""
+    v = getattr(mod, "__version__", None)
+    if v is None:
+        try:
+            from importlib.metadata import version
+            v = version(mod.__name__)
+        except Exception:                               # noqa: BLE001 - informational only
+            v = "?"
+    return v
+
+
 def _w(*args, **kw):
     return Workload(*args, **kw)
 

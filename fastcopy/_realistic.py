@@ -55,6 +55,8 @@ import tempfile
 import time
 import uuid
 
+from . import _bench
+
 __all__ = ["Workload", "WORKLOADS", "get", "select", "missing", "compare", "Mismatch",
            "build_impls", "run_child", "run_suite", "format_table", "main"]
 
@@ -1420,15 +1422,7 @@ def main(args, out, err, fastcopy_mod, copium_mod):
     return 1 if nfail else 0
 
 
-def _version(mod):
-    v = getattr(mod, "__version__", None)
-    if v is None:
-        try:
-            from importlib.metadata import version
-            v = version(mod.__name__)
-        except Exception:                               # noqa: BLE001 - informational only
-            v = "?"
-    return v
+_version = _bench.library_version
 
 
 def _library_versions():
