@@ -334,13 +334,19 @@ def select(patterns=None, include_copy=False):
     """
     if not patterns:
         return [w for w in WORKLOADS if include_copy or w.kind == "deepcopy"]
+    return select_glob(WORKLOADS, patterns)
+
+
+def select_glob(workloads, patterns):
+    """The workloads (objects with .name) matching any glob, in their order.
+    Raises ``KeyError`` naming a pattern that matches nothing."""
     chosen = set()
     for pat in patterns:
-        hits = [w.name for w in WORKLOADS if fnmatch.fnmatchcase(w.name, pat)]
+        hits = [w.name for w in workloads if fnmatch.fnmatchcase(w.name, pat)]
         if not hits:
             raise KeyError(pat)
         chosen.update(hits)
-    return [w for w in WORKLOADS if w.name in chosen]
+    return [w for w in workloads if w.name in chosen]
 
 
 # ---------------------------------------------------------------------------------------------

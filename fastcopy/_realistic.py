@@ -38,7 +38,6 @@ import dataclasses
 import datetime
 import decimal
 import enum
-import fnmatch
 import fractions
 import gc
 import importlib
@@ -612,13 +611,7 @@ def select(patterns=None):
     Raises ``KeyError`` naming a pattern that matches nothing."""
     if not patterns:
         return list(WORKLOADS)
-    chosen = set()
-    for pat in patterns:
-        hits = [w.name for w in WORKLOADS if fnmatch.fnmatchcase(w.name, pat)]
-        if not hits:
-            raise KeyError(pat)
-        chosen.update(hits)
-    return [w for w in WORKLOADS if w.name in chosen]
+    return _bench.select_glob(WORKLOADS, patterns)
 
 
 def missing(workload):
