@@ -7,6 +7,9 @@ Switches, by environment variable:
   FASTCOPY_NUMPY=0     build without the numpy fast path even if numpy is there
   FASTCOPY_CUDA=0      build fastcopy._cuda without the CUDA-header ABI check
   FASTCOPY_CUDA=1      require the CUDA headers for that check (fail if absent)
+  FASTCOPY_UNITY=0     compile each src/*.c as its own translation unit, linked
+                       with LTO, instead of the unity file src/_fastcopy.c
+                       (the default: it measured faster, docs/performance.md)
 
 numpy is optional at build time too: its headers are located without
 importing it; without them (or without numpy >= 2.0 headers) the core is
@@ -79,14 +82,22 @@ if np_inc is not None:
                     ("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION"),
                     ("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")]
 
+if os.environ.get("FASTCOPY_UNITY", "1") in ("0", ""):
+    core_sources = sorted(f for f in glob.glob("src/*.c") if not f.endswith("_fastcopy.c"))
+    core_cflags = cflags + ["-flto"]
+    core_ldflags = ldflags + ["-flto", "-O2"]
+else:
+    core_sources = ["src/_fastcopy.c"]
+    core_cflags, core_ldflags = cflags, ldflags
+
 core = Extension(
     "fastcopy._fastcopy",
-    sources=["src/_fastcopy.c"],
+    sources=core_sources,
     depends=sorted(glob.glob("src/*.c") + glob.glob("src/*.h") + ["cuda/fc_cuda_capi.h"]),
     include_dirs=include_dirs,
     define_macros=core_macros,
-    extra_compile_args=cflags,
-    extra_link_args=ldflags,
+    extra_compile_args=core_cflags,
+    extra_link_args=core_ldflags,
 )
 
 # FASTCOPY_AUTOPATCH=1 start-up hook (docs/patching.md): these land at the top of site-packages.

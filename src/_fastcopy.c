@@ -1,17 +1,19 @@
 /*
  * _fastcopy.c: the one translation unit of the C core.  Each part includes
- * only fastcopy.h and defines static functions; compiling them together
- * gives cross-file inlining without LTO.
+ * the headers it uses and stands on its own (scripts/check_parts.sh
+ * compiles each alone); compiled together, with FC_INTERNAL functions
+ * static, every body is visible at every call (see fastcopy.h, "Linkage").
+ * The order below is free: no part relies on an earlier one.
  */
-#include "fastcopy.h"
+#define FC_UNITY 1
 #include "defer.c"
 #include "memo.c"
 #include "buffers.c"
 #include "pool.c"
 #include "numpy.c"
 #include "torch.c"
-#include "buffers_dispatch.c"
 #include "plan.c"
+#include "reduce.c"
 #include "deepcopy.c"
 #include "select.c"
 #include "copy.c"

@@ -16,11 +16,30 @@
  * return NULL without an exception.
  */
 #include "fastcopy.h"
+#include "buffers.h"
+#include "numpy.h"
+#include "torch.h"
 
-enum {
-    FB_NONE = 0,
-    FB_NP_FIRST = 1,      /* numpy.c owns FB_NP_FIRST..FB_NP_LAST */
-    FB_NP_LAST = 15,
-    FB_TORCH_FIRST = 16,  /* torch.c owns FB_TORCH_FIRST..FB_TORCH_LAST */
-    FB_TORCH_LAST = 31,
-};
+/* kind | 0 | -1+exc */
+FC_INTERNAL int
+fc_buffer_kind(FcState *st, PyTypeObject *tp)
+{
+    int k = fc_np_kind(st, tp);
+    if (k != 0) {
+        return k;
+    }
+    return fc_torch_kind(st, tp);
+}
+
+/* new ref | FC_PUSHED | NULL+exc | NULL: take the generic road */
+FC_INTERNAL PyObject *
+fc_buffer_deep(FcCtx *c, PyObject *x, int kind)
+{
+    if (kind >= FB_NP_FIRST && kind <= FB_NP_LAST) {
+        return fc_np_deep(c, x, kind);
+    }
+    if (kind >= FB_TORCH_FIRST && kind <= FB_TORCH_LAST) {
+        return fc_torch_deep(c, x, kind);
+    }
+    return NULL;
+}

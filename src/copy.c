@@ -10,13 +10,9 @@
  * __reduce_ex__(4), __reduce__, then _reconstruct(x, None, *rv).
  */
 #include "fastcopy.h"
-
-#define FC_COPY_ATOMIC (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
-    | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) | FK_BIT(FK_COMPLEX) \
-    | FK_BIT(FK_TUPLE) | FK_BIT(FK_FROZENSET) | FK_BIT(FK_TYPE) \
-    | FK_BIT(FK_RANGE) | FK_BIT(FK_SLICE) | FK_BIT(FK_PROPERTY) \
-    | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
-    | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
+#include "copy.h"
+#include "reduce.h"
+#include "plan.h"
 
 /* x.copy() for an exact list.  list.copy() sizes its result, allocates
    it -- on 3.10/3.11 a collection there can run a finalizer that shrinks
@@ -120,7 +116,7 @@ fc_copy_plain(FcState *st, PyObject *x, FcPlan *p)
 }
 
 /* copy(x) as the stdlib defines it.  new ref | NULL+exc */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_copy(FcState *st, PyObject *x)
 {
     if (fc_sync(st) < 0) {

@@ -93,9 +93,9 @@
  * the bare refcount test is used only on GIL builds.
  */
 #include "fastcopy.h"
+#include "cowdict.h"
+#include "deepcopy.h"
 
-/* module.c calls fc_cowdict_exec() when this part is compiled in */
-#define FC_HAVE_COWDICT 1
 
 #if PY_VERSION_HEX >= 0x030E0000
 #  define FC_COW_UNIQUE(o) PyUnstable_Object_IsUniquelyReferenced(o)
@@ -2140,7 +2140,7 @@ fc_cow_register(PyObject *abc, const char *abcname, PyObject *cls)
 
 /* 0 | -1+exc: create the cowdict types, store the type in st->cowdict_type,
    register it as a MutableMapping and add it to the module as `cowdict`. */
-static int
+FC_INTERNAL int
 fc_cowdict_exec(PyObject *module, FcState *st)
 {
     static PyType_Spec *const specs[FC_COW_NTYPES] = {

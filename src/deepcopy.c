@@ -54,6 +54,13 @@
  *     so malformed values fail exactly as they do in the stdlib.
  */
 #include "fastcopy.h"
+#include "deepcopy.h"
+#include "memo.h"
+#include "plan.h"
+#include "reduce.h"
+#include "buffers.h"
+#include "defer.h"
+#include "select.h"
 
 enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
 
@@ -76,438 +83,12 @@ struct FcRecon {
     unsigned int ptag;      /*   skip hasattr(y, "__setstate__") safely */
 };
 
-#define FC_DEEP_ATOMIC (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
-    | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) | FK_BIT(FK_COMPLEX) \
-    | FK_BIT(FK_TYPE) | FK_BIT(FK_RANGE) | FK_BIT(FK_PROPERTY) \
-    | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
-    | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
-
-/* The kind of an exact builtin type, FK_OTHER for anything else.  Ordered
-   by how often each shows up in real data. */
-FC_INLINE int
-fc_kind(PyTypeObject *tp)
-{
-    if (tp == &PyUnicode_Type) return FK_STR;
-    if (tp == &PyLong_Type) return FK_INT;
-    if (tp == &PyFloat_Type) return FK_FLOAT;
-    if (tp == &PyList_Type) return FK_LIST;
-    if (tp == &PyDict_Type) return FK_DICT;
-    if (tp == &PyTuple_Type) return FK_TUPLE;
-    if (tp == &PyBool_Type) return FK_BOOL;
-    if (tp == Py_TYPE(Py_None)) return FK_NONE;
-    if (tp == &PyBytes_Type) return FK_BYTES;
-    if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) return FK_OTHER;
-    if (tp == &PyComplex_Type) return FK_COMPLEX;
-    if (tp == &PySet_Type) return FK_SET;
-    if (tp == &PyFrozenSet_Type) return FK_FROZENSET;
-    if (tp == &PyByteArray_Type) return FK_BYTEARRAY;
-    if (tp == &PyType_Type) return FK_TYPE;
-    if (tp == &PyRange_Type) return FK_RANGE;
-    if (tp == &PySlice_Type) return FK_SLICE;
-    if (tp == &PyProperty_Type) return FK_PROPERTY;
-    if (tp == &PyCFunction_Type) return FK_BUILTIN_FN;
-    if (tp == &PyFunction_Type) return FK_FUNCTION;
-    if (tp == &PyCode_Type) return FK_CODE;
-    if (tp == &_PyWeakref_RefType) return FK_WEAKREF;
-    if (tp == Py_TYPE(Py_Ellipsis)) return FK_ELLIPSIS;
-    if (tp == Py_TYPE(Py_NotImplemented)) return FK_NOTIMPL;
-    if (tp == &PyMethod_Type) return FK_METHOD;
-    return FK_OTHER;
-}
-
-/* Kinds whose hash and equality are the interpreter's own code (a type's
-   hash is its metaclass's: FK_TYPE is exactly `type`; a weakref's is its
-   referent's, so it is not here). */
-#define FC_QUIET_KEYS (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
-                       | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) \
-                       | FK_BIT(FK_COMPLEX) | FK_BIT(FK_TYPE) | FK_BIT(FK_FUNCTION))
-
-/* Does hashing and comparing k run only the interpreter's own code? */
-FC_INLINE int
-fc_key_quiet(PyObject *k)
-{
-    return (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS) != 0;
-}
-
 /* Is x copied as itself by deepcopy, with no memo involved? (native mode) */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_deep_atomic(FcCtx *c, PyObject *x)
 {
     int k = fc_kind(Py_TYPE(x));
     return (FK_BIT(k) & FC_DEEP_ATOMIC & c->st->deep_ok) != 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Shared pieces of _reconstruct                                       */
-/* ------------------------------------------------------------------ */
-
-/* `a, b = pair` with the interpreter's messages.  0 | -1+exc */
-static int
-fc_unpack2(PyObject *pair, PyObject **a, PyObject **b)
-{
-    *a = *b = NULL;
-    if ((PyTuple_CheckExact(pair) || PyList_CheckExact(pair))
-        && PySequence_Fast_GET_SIZE(pair) == 2) {
-        *a = Py_NewRef(PySequence_Fast_ITEMS(pair)[0]);
-        *b = Py_NewRef(PySequence_Fast_ITEMS(pair)[1]);
-        return 0;
-    }
-    PyObject *it = PyObject_GetIter(pair);
-    if (it == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)
-            && Py_TYPE(pair)->tp_iter == NULL && !PySequence_Check(pair)) {
-            PyErr_Format(PyExc_TypeError, "cannot unpack non-iterable %.200s object",
-                         Py_TYPE(pair)->tp_name);
-        }
-        return -1;
-    }
-    PyObject *items[3] = {NULL, NULL, NULL};
-    int got = 0;
-    for (; got < 3; got++) {
-        items[got] = PyIter_Next(it);
-        if (items[got] == NULL) {
-            break;
-        }
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) {
-        goto error;
-    }
-    if (got < 2) {
-        PyErr_Format(PyExc_ValueError,
-                     "not enough values to unpack (expected 2, got %d)", got);
-        goto error;
-    }
-    if (got == 3) {
-#if PY_VERSION_HEX >= 0x030E0000
-        /* 3.14 names a tuple's or list's length; 3.10-3.13 do not (the
-           3.14 form is from its docs, untested here) */
-        if (PyTuple_CheckExact(pair) || PyList_CheckExact(pair)) {
-            PyErr_Format(PyExc_ValueError,
-                         "too many values to unpack (expected 2, got %zd)",
-                         PySequence_Fast_GET_SIZE(pair));
-            goto error;
-        }
-#endif
-        PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
-        goto error;
-    }
-    *a = items[0];
-    *b = items[1];
-    return 0;
-error:
-    for (int i = 0; i < 3; i++) {
-        Py_XDECREF(items[i]);
-    }
-    return -1;
-}
-
-/* for key, value in pairs: set(y, key, value) -- with the interpreter's
-   unpacking errors.  0 | -1+exc */
-static int
-fc_set_pairs(PyObject *y, PyObject *pairs, int (*set)(PyObject *, PyObject *, PyObject *))
-{
-    PyObject *it = PyObject_GetIter(pairs), *pair;
-    if (it == NULL) {
-        return -1;
-    }
-    while ((pair = PyIter_Next(it)) != NULL) {
-        PyObject *k, *v;
-        int r = fc_unpack2(pair, &k, &v);
-        Py_DECREF(pair);
-        if (r == 0) {
-            r = set(y, k, v);
-            Py_DECREF(k);
-            Py_DECREF(v);
-        }
-        if (r < 0) {
-            Py_DECREF(it);
-            return -1;
-        }
-    }
-    Py_DECREF(it);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* for key, value in slotstate.items(): setattr(y, key, value)
-   0 | -1+exc */
-static int
-fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
-{
-    if (PyDict_CheckExact(slotstate)) {
-        Py_ssize_t pos = 0, used = PyDict_GET_SIZE(slotstate), left = used;
-        PyObject *k, *v;
-        for (;;) {
-            if (PyDict_GET_SIZE(slotstate) != used) {
-                PyErr_SetString(PyExc_RuntimeError,
-                                "dictionary changed size during iteration");
-                return -1;
-            }
-            if (!PyDict_Next(slotstate, &pos, &k, &v)) {
-                return 0;
-            }
-            if (left-- == 0) {
-                PyErr_SetString(PyExc_RuntimeError,
-                                "dictionary keys changed during iteration");
-                return -1;
-            }
-            Py_INCREF(k);
-            Py_INCREF(v);
-            int r = PyObject_SetAttr(y, k, v);
-            Py_DECREF(k);
-            Py_DECREF(v);
-            if (r < 0) {
-                return -1;
-            }
-        }
-    }
-    PyObject *items = PyObject_CallMethodNoArgs(slotstate, st->s_items);
-    if (items == NULL) {
-        return -1;
-    }
-    int r = fc_set_pairs(y, items, PyObject_SetAttr);
-    Py_DECREF(items);
-    return r;
-}
-
-/* The state step of _reconstruct, after the state was (deep-)copied:
-       if hasattr(y, '__setstate__'): y.__setstate__(state)
-       else: split a 2-tuple into (state, slotstate); y.__dict__.update(state);
-             setattr(y, k, v) for each slot item
-   no_setstate: the caller proved y has no __setstate__ (a plain plan whose
-   type is unchanged).  0 | -1+exc */
-static int
-fc_apply_state(FcState *st, PyObject *y, PyObject *state, int no_setstate)
-{
-    if (!no_setstate) {
-        PyObject *meth;
-        int r = fc_lookup_attr(y, st->s_setstate, &meth);
-        if (r < 0) {
-            return -1;
-        }
-        if (r > 0) {
-            PyObject *v;
-            if (Py_TYPE(y)->tp_getattro == PyObject_GenericGetAttr) {
-                /* hasattr() then y.__setstate__: with the generic getattr the
-                   second lookup finds the same thing, unobservably */
-                v = PyObject_CallOneArg(meth, state);
-                Py_DECREF(meth);
-            }
-            else {
-                Py_DECREF(meth);
-                v = PyObject_CallMethodOneArg(y, st->s_setstate, state);
-            }
-            if (v == NULL) {
-                return -1;
-            }
-            Py_DECREF(v);
-            return 0;
-        }
-    }
-    PyObject *dstate = Py_NewRef(state), *sstate = NULL;
-    if (PyTuple_Check(state)) {
-        Py_ssize_t n = PyTuple_CheckExact(state) ? PyTuple_GET_SIZE(state)
-                                                 : PyObject_Size(state);
-        if (n < 0) {
-            Py_DECREF(dstate);
-            return -1;
-        }
-        if (n == 2) {
-            Py_CLEAR(dstate);
-            if (fc_unpack2(state, &dstate, &sstate) < 0) {
-                return -1;
-            }
-        }
-    }
-    int rc = -1;
-    if (dstate != Py_None) {
-        PyObject *d = PyObject_GetAttr(y, st->s_dict);
-        if (d == NULL) {
-            goto done;
-        }
-        int r;
-        if (PyDict_CheckExact(d) && PyDict_CheckExact(dstate)) {
-            r = PyDict_Update(d, dstate);
-        }
-        else {
-            PyObject *v = PyObject_CallMethodOneArg(d, st->s_update, dstate);
-            r = v == NULL ? -1 : 0;
-            Py_XDECREF(v);
-        }
-        Py_DECREF(d);
-        if (r < 0) {
-            goto done;
-        }
-    }
-    if (sstate != NULL && sstate != Py_None && fc_set_slots(st, y, sstate) < 0) {
-        goto done;
-    }
-    rc = 0;
-done:
-    Py_XDECREF(dstate);
-    Py_XDECREF(sstate);
-    return rc;
-}
-
-/* y.append(item), honouring overrides on list subclasses.  0 | -1+exc */
-static int
-fc_append(FcState *st, PyObject *y, PyObject *item)
-{
-    if (PyList_CheckExact(y)) {
-        return PyList_Append(y, item);
-    }
-    PyObject *v = PyObject_CallMethodOneArg(y, st->s_append, item);
-    if (v == NULL) {
-        return -1;
-    }
-    Py_DECREF(v);
-    return 0;
-}
-
-/* The reduce value of x, as copy()/deepcopy() obtain it:
-       reductor = dispatch_table.get(cls)   (deep: truthiness, copy: is not None)
-       else x.__reduce_ex__(4), else x.__reduce__(), else Error.
-   new ref | NULL+exc */
-static PyObject *
-fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
-{
-    PyTypeObject *tp = Py_TYPE(x);
-    PyObject *reductor = NULL, *rv;
-    if (!(gflags & FG_NO_REDUCTOR)
-        && fc_table_get(st, st->dispatch_table, (PyObject *)tp, &reductor) < 0) {
-        return NULL;
-    }
-    if (reductor != NULL) {
-        int use;
-        if (deep) {
-            use = PyObject_IsTrue(reductor);
-        }
-        else {
-            use = reductor != Py_None;
-        }
-        if (use < 0) {
-            Py_DECREF(reductor);
-            return NULL;
-        }
-        if (use) {
-            rv = PyObject_CallOneArg(reductor, x);
-            Py_DECREF(reductor);
-            return rv;
-        }
-        Py_DECREF(reductor);
-    }
-    if (gflags & FG_REDUCE_ONLY) {
-        /* unless the instance dict shadows __reduce_ex__, this is what
-           object.__reduce_ex__(4) ends up calling */
-        PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
-        int shadow = 0;
-        if (dp != NULL && *dp != NULL) {
-            /* a colliding key's __eq__ may replace x.__dict__: hold it */
-            PyObject *d = Py_NewRef(*dp);
-            shadow = PyDict_Check(d) ? PyDict_Contains(d, st->s_reduce_ex) : 1;
-            Py_DECREF(d);
-            if (shadow < 0) {
-                return NULL;
-            }
-        }
-        if (!shadow) {
-            return PyObject_CallMethodNoArgs(x, st->s_reduce);
-        }
-    }
-    int r = fc_lookup_attr(x, st->s_reduce_ex, &reductor);
-    if (r < 0) {
-        return NULL;
-    }
-    if (r > 0 && reductor != Py_None) {
-        PyObject *four = PyLong_FromLong(4);
-        if (four == NULL) {
-            Py_DECREF(reductor);
-            return NULL;
-        }
-        rv = PyObject_CallOneArg(reductor, four);
-        Py_DECREF(four);
-        Py_DECREF(reductor);
-        return rv;
-    }
-    Py_XDECREF(reductor);
-    r = fc_lookup_attr(x, st->s_reduce, &reductor);
-    if (r < 0) {
-        return NULL;
-    }
-    int truth = r > 0 ? PyObject_IsTrue(reductor) : 0;
-    if (truth < 0) {
-        Py_DECREF(reductor);
-        return NULL;
-    }
-    if (truth) {
-        rv = PyObject_CallNoArgs(reductor);
-        Py_DECREF(reductor);
-        return rv;
-    }
-    Py_XDECREF(reductor);
-    /* %S runs the metaclass's __repr__, which may rebind copy.Error */
-    PyObject *error = Py_NewRef(st->error);
-    PyErr_Format(error, deep ? "un(deep)copyable object of type %S"
-                             : "un(shallow)copyable object of type %S",
-                 (PyObject *)tp);
-    Py_DECREF(error);
-    return NULL;
-}
-
-/* The stdlib's own _reconstruct(x, memo, *rv, deepcopy=ours), for reduce
-   values we do not take apart ourselves.  new ref | NULL+exc */
-static PyObject *
-fc_reconstruct_py(FcState *st, PyObject *x, PyObject *memo, PyObject *rv)
-{
-    /* a refresh during the call may replace st's references */
-    PyObject *recon = Py_NewRef(st->reconstruct);
-    PyObject *dc = Py_NewRef(st->py_deepcopy ? st->py_deepcopy : Py_None);
-    PyObject *args[5] = {recon, x, memo ? memo : Py_None, rv, dc};
-    PyObject *y = PyObject_Vectorcall(st->reconstruct_helper, args, 5, NULL);
-    Py_DECREF(recon);
-    Py_DECREF(dc);
-    return y;
-}
-
-/* Is rv a reduce value we take apart natively? */
-FC_INLINE int
-fc_rv_native(PyObject *rv)
-{
-    if (!PyTuple_CheckExact(rv)) {
-        return 0;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(rv);
-    return n >= 2 && n <= 5 && PyTuple_GET_ITEM(rv, 0) != Py_None
-           && PyTuple_CheckExact(PyTuple_GET_ITEM(rv, 1));
-}
-
-FC_INLINE PyObject *
-fc_rv_item(PyObject *rv, Py_ssize_t i)
-{
-    if (i >= PyTuple_GET_SIZE(rv)) {
-        return NULL;
-    }
-    PyObject *v = PyTuple_GET_ITEM(rv, i);
-    return v == Py_None ? NULL : Py_NewRef(v);
-}
-
-/* func(*args) for a reduce value.  copyreg.__newobj__(cls, *args) is
-   `return cls.__new__(cls, *args)`: while it is the original (plain_ok),
-   do that directly instead of through a Python frame.  new ref | NULL+exc */
-static PyObject *
-fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args)
-{
-    if (func == st->copyreg_newobj && st->plain_ok && PyTuple_GET_SIZE(args) >= 1) {
-        PyObject *cls = PyTuple_GET_ITEM(args, 0);
-        PyObject *new = PyObject_GetAttr(cls, st->s_new);
-        if (new == NULL) {
-            return NULL;
-        }
-        PyObject *y = PyObject_Call(new, args, NULL);
-        Py_DECREF(new);
-        return y;
-    }
-    return PyObject_Call(func, args, NULL);
 }
 
 /* User code just returned (a hook, a reductor, __setstate__, an
@@ -701,7 +282,7 @@ fc_dict_demote(FcFrame *f)
 
 /* Before the memo is shown to Python code: no half-built dict may differ
    from the stdlib's.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_demote_all(FcCtx *c)
 {
     for (Py_ssize_t i = 0; i < c->nframes; i++) {
@@ -1159,95 +740,6 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
     return FC_PUSHED;
 }
 
-/* The state object.__reduce_ex__(4) gives a plain instance: its __dict__
-   (None when empty or absent), paired with a dict of
-   the set slots when there are any.  names: the plan's slot names, a
-   reference the caller holds (NULL: no slots) -- never the plan itself,
-   which user code run here (an allocation's finalizers, a getattr) may
-   overwrite.  *state new ref.
-   1 | 0 when x shadows a hook in its own __dict__ | -1+exc */
-static int
-fc_plain_state(FcState *st, PyObject *x, PyObject *names, PyObject **state, int deep)
-{
-    PyTypeObject *tp = Py_TYPE(x);
-    PyObject *xdict = NULL;
-    *state = NULL;
-    if (tp->tp_dictoffset != 0) {
-#if FC_PY311_PLUS
-        xdict = PyObject_GenericGetDict(x, NULL);
-        if (xdict == NULL) {
-            return -1;
-        }
-#else
-        PyObject **dp = _PyObject_GetDictPtr(x);
-        xdict = (dp != NULL) ? Py_XNewRef(*dp) : NULL;
-#endif
-        if (xdict != NULL && !PyDict_CheckExact(xdict)) {
-            Py_DECREF(xdict);
-            return 0;
-        }
-        if (xdict != NULL && PyDict_GET_SIZE(xdict) > 0) {
-            /* getattr(x, ...) finds these in the instance dict first */
-            PyObject *names[3] = {st->s_reduce_ex, st->s_getstate, st->s_deepcopy};
-            for (int i = 0; i < (deep ? 3 : 2); i++) {
-                int r = PyDict_Contains(xdict, names[i]);
-                if (r != 0) {
-                    Py_DECREF(xdict);
-                    return r < 0 ? -1 : 0;
-                }
-            }
-        }
-    }
-    PyObject *s;
-    /* an empty __dict__ is reported as None on 3.10 too (_PyObject_GetState:
-       "consistent regardless whether the dict was initialized or not") */
-    if (xdict != NULL && PyDict_GET_SIZE(xdict) > 0) {
-        s = xdict;
-    }
-    else {
-        Py_XDECREF(xdict);
-        s = Py_NewRef(Py_None);
-    }
-    if (names != NULL) {
-        Py_ssize_t n = PyList_GET_SIZE(names);
-        PyObject *slots = PyDict_New();
-        if (slots == NULL) {
-            Py_DECREF(s);
-            return -1;
-        }
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); i++) {
-            PyObject *name = Py_NewRef(PyList_GET_ITEM(names, i)), *v;
-            int r = fc_lookup_attr(x, name, &v);
-            if (r > 0) {
-                r = PyDict_SetItem(slots, name, v);
-                Py_DECREF(v);
-            }
-            Py_DECREF(name);
-            if (r >= 0 && n != PyList_GET_SIZE(names)) {
-                PyErr_SetString(PyExc_RuntimeError,
-                                "__slotsname__ changed size during iteration");
-                r = -1;
-            }
-            if (r < 0) {
-                Py_DECREF(slots);
-                Py_DECREF(s);
-                return -1;
-            }
-        }
-        if (PyDict_GET_SIZE(slots) > 0) {
-            PyObject *pair = PyTuple_Pack(2, s, slots);
-            Py_DECREF(s);
-            s = pair;
-        }
-        Py_DECREF(slots);
-        if (s == NULL) {
-            return -1;
-        }
-    }
-    *state = s;
-    return 1;
-}
-
 /* An instance of a FP_PLAIN type: what object.__reduce_ex__(4) and
    _reconstruct would do, without the Python-level calls.  Returns
    NULL with no exception set when x itself shadows a hook (the caller
@@ -1701,9 +1193,8 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
     return res;
 }
 
-/* Is x to be shared rather than copied (deepcopy(share=...))?
-   1 | 0 | -1+exc */
-static int fc_share_match(FcCtx *c, PyObject *x);
+FC_INTERNAL_DATA char fc_pushed_marker;   /* FC_PUSHED's address */
+
 static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
 
 /* The frame copying dict x into y (stolen; NULL: the error of making it),
@@ -1992,8 +1483,6 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
     return fc_deep_generic(c, x, gflags);
 }
 
-/* Deep-copy x with the call's context: the one loop.
-   new ref | NULL+exc */
 static PyObject *fc_enter_dispatch(FcCtx *c, PyObject *x);
 static PyObject *fc_walk_from(FcCtx *c, Py_ssize_t base, PyObject *res);
 
@@ -2008,7 +1497,7 @@ fc_walk_looked_up(FcCtx *c, PyObject *x)
     return fc_walk_from(c, c->nframes - 1, res);
 }
 
-static PyObject *
+FC_INTERNAL PyObject *
 fc_walk(FcCtx *c, PyObject *x)
 {
     Py_ssize_t base = c->nframes;
@@ -2061,7 +1550,7 @@ static _Thread_local uintptr_t fc_stack_lo;   /* lowest usable address */
 
 /* 0 | -1+RecursionError when this thread's C stack is nearly used up: a
    hook that recurses through deepcopy() must not crash a small thread. */
-static int
+FC_INTERNAL int
 fc_stack_check(void)
 {
     /* the frame address, not a local's: ASan's fake stacks move locals */
@@ -2087,7 +1576,7 @@ fc_stack_check(void)
     return 0;
 }
 #else
-static int
+FC_INTERNAL int
 fc_stack_check(void)
 {
     return 0;
@@ -2098,7 +1587,7 @@ fc_stack_check(void)
 /* Entry                                                               */
 /* ------------------------------------------------------------------ */
 
-FC_INLINE void
+FC_INTERNAL_INLINE void
 fc_ctx_init(FcCtx *c, FcState *st)
 {
     c->st = st;
@@ -2126,7 +1615,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->gc_grace = FC_GC_GRACE;
 }
 
-FC_INLINE void
+FC_INTERNAL_INLINE void
 fc_ctx_fini(FcCtx *c)
 {
     fc_memo_hide(c);   /* an error between showing and hiding */
@@ -2151,7 +1640,7 @@ fc_ctx_fini(FcCtx *c)
 
 /* deepcopy(x, memo, _nil) as the stdlib defines it.  memo NULL = None.
    new ref | NULL+exc */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share)
 {
     if (fc_sync(st) < 0) {

@@ -43,10 +43,8 @@
  * the moment torch.c would have recorded it.
  */
 #include "fastcopy.h"
-
-/* torch.c: a torch storage's address and size now (no Python code runs).
-   0 | -1+exc */
-static int fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size_t *nbytes);
+#include "defer.h"
+#include "torch.h"
 
 #include <pthread.h>
 #ifdef __linux__
@@ -57,10 +55,6 @@ static int fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size
 #  endif
 #endif
 
-/* The threaded copier below is shared with numpy.c. */
-#define FC_PAR_MAX_THREADS 64
-/* below this many bytes, dropping and retaking the GIL costs more than it frees */
-#define FC_NOGIL_MIN ((size_t)1 << 16)
 /* Host copies are split over up to torch's intra-op thread count, as
    torch's own copy_ of a big storage is (at::parallel_for), but each thread
    takes at least this many bytes: starting and joining a thread costs
@@ -188,7 +182,7 @@ fc_par_worker(void *arg)
    included); range edges fall on page boundaries of the first op's
    destination.  Call without the GIL.  A thread that cannot be started
    leaves its range to this thread. */
-static void
+FC_INTERNAL void
 fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
             int populate)
 {
@@ -250,7 +244,7 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
 /* The C API of fastcopy._cuda, imported at the first CUDA copy; the module
    stays referenced by the state so the API's context stays alive.
    the API | NULL+exc */
-static const FcCudaCAPI *
+FC_INTERNAL const FcCudaCAPI *
 fc_cuda_api(FcState *st)
 {
     if (st->cuda_api != NULL) {
@@ -374,7 +368,7 @@ fc_defer_host(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
     Py_END_ALLOW_THREADS
 }
 
-static void
+FC_INTERNAL void
 fc_defer_release(FcCtx *c)
 {
     for (Py_ssize_t i = 0; i < c->nops; i++) {
@@ -514,7 +508,7 @@ done:
 
 /* Before a call into code that is not ours: that code may also change
    torch's modes, so the cached ambient check is forgotten.  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_defer_flush(FcCtx *c)
 {
     c->torch_ambient = 0;
@@ -523,7 +517,7 @@ fc_defer_flush(FcCtx *c)
 
 /* The end of a call: flush even when y is NULL (the caller's memo may hold
    results), keeping the first error.  y | NULL+exc */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_defer_end(FcCtx *c, PyObject *y)
 {
     if (FC_LIKELY(c->nops == 0)) {
@@ -547,7 +541,7 @@ fc_defer_end(FcCtx *c, PyObject *y)
 
 /* Will fc_defer_copy(n, dev) record the copy rather than run it?  Then the
    caller hands it the storages and offsets.  1 | 0 */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_defer_queued(FcState *st, size_t n, int dev)
 {
     return st->torch_defer && n > 0 && (dev >= 0 || n >= FC_NOGIL_MIN);
@@ -560,7 +554,7 @@ fc_defer_queued(FcState *st, size_t n, int dev)
    Otherwise it runs now (the stores may be NULL).  Either way the caller
    read the addresses after its last call that could run Python code.
    0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
               const char *src, PyObject *src_store, size_t src_off,
               size_t n, int dev, uintptr_t stream)

@@ -84,6 +84,33 @@
 #  define FC_NOINLINE    static
 #endif
 
+/* Linkage of what one part defines and another calls.  Each such function
+   is declared once, with its contract, in its area's header (memo.h,
+   plan.h, ...) and defined with the same FC_INTERNAL / FC_INTERNAL_INLINE.
+   The unity build (_fastcopy.c defines FC_UNITY) makes them static, so the
+   compiler sees every body at every call; compiled alone, a part gets
+   hidden external symbols, which is how each part is checked to stand on
+   its own (scripts/check_parts.sh) and how the separate-unit build
+   (FASTCOPY_UNITY=0, with LTO) links. */
+#if defined(_WIN32) || !(defined(__GNUC__) || defined(__clang__))
+#  define FC_HIDDEN
+#else
+#  define FC_HIDDEN __attribute__((visibility("hidden")))
+#endif
+#ifdef FC_UNITY
+#  if defined(__GNUC__) || defined(__clang__)
+#    define FC_INTERNAL      static __attribute__((unused))
+#  else
+#    define FC_INTERNAL      static
+#  endif
+#  define FC_INTERNAL_INLINE FC_INLINE
+#else
+#  define FC_INTERNAL        FC_HIDDEN
+#  define FC_INTERNAL_INLINE FC_HIDDEN
+#endif
+/* Data shared by parts: one definition (FC_INTERNAL_DATA in its .c file). */
+#define FC_INTERNAL_DATA FC_HIDDEN
+
 #define FC_PY311_PLUS (PY_VERSION_HEX >= 0x030B0000)
 #define FC_PY312_PLUS (PY_VERSION_HEX >= 0x030C0000)
 #define FC_PY313_PLUS (PY_VERSION_HEX >= 0x030D0000)
@@ -254,6 +281,69 @@ enum {
     FK__COUNT
 };
 #define FK_BIT(k) (1u << (k))
+
+/* Kinds deepcopy() returns as themselves (copy._deepcopy_atomic's
+   types) and copy() returns as themselves (_copy_immutable's). */
+#define FC_DEEP_ATOMIC (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
+    | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) | FK_BIT(FK_COMPLEX) \
+    | FK_BIT(FK_TYPE) | FK_BIT(FK_RANGE) | FK_BIT(FK_PROPERTY) \
+    | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
+    | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
+
+/* The kind of an exact builtin type, FK_OTHER for anything else.  Ordered
+   by how often each shows up in real data. */
+FC_INLINE int
+fc_kind(PyTypeObject *tp)
+{
+    if (tp == &PyUnicode_Type) return FK_STR;
+    if (tp == &PyLong_Type) return FK_INT;
+    if (tp == &PyFloat_Type) return FK_FLOAT;
+    if (tp == &PyList_Type) return FK_LIST;
+    if (tp == &PyDict_Type) return FK_DICT;
+    if (tp == &PyTuple_Type) return FK_TUPLE;
+    if (tp == &PyBool_Type) return FK_BOOL;
+    if (tp == Py_TYPE(Py_None)) return FK_NONE;
+    if (tp == &PyBytes_Type) return FK_BYTES;
+    if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) return FK_OTHER;
+    if (tp == &PyComplex_Type) return FK_COMPLEX;
+    if (tp == &PySet_Type) return FK_SET;
+    if (tp == &PyFrozenSet_Type) return FK_FROZENSET;
+    if (tp == &PyByteArray_Type) return FK_BYTEARRAY;
+    if (tp == &PyType_Type) return FK_TYPE;
+    if (tp == &PyRange_Type) return FK_RANGE;
+    if (tp == &PySlice_Type) return FK_SLICE;
+    if (tp == &PyProperty_Type) return FK_PROPERTY;
+    if (tp == &PyCFunction_Type) return FK_BUILTIN_FN;
+    if (tp == &PyFunction_Type) return FK_FUNCTION;
+    if (tp == &PyCode_Type) return FK_CODE;
+    if (tp == &_PyWeakref_RefType) return FK_WEAKREF;
+    if (tp == Py_TYPE(Py_Ellipsis)) return FK_ELLIPSIS;
+    if (tp == Py_TYPE(Py_NotImplemented)) return FK_NOTIMPL;
+    if (tp == &PyMethod_Type) return FK_METHOD;
+    return FK_OTHER;
+}
+
+/* Kinds whose hash and equality are the interpreter's own code (a type's
+   hash is its metaclass's: FK_TYPE is exactly `type`; a weakref's is its
+   referent's, so it is not here). */
+#define FC_QUIET_KEYS (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
+                       | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) \
+                       | FK_BIT(FK_COMPLEX) | FK_BIT(FK_TYPE) | FK_BIT(FK_FUNCTION))
+
+/* Does hashing and comparing k run only the interpreter's own code? */
+FC_INLINE int
+fc_key_quiet(PyObject *k)
+{
+    return (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS) != 0;
+}
+
+#define FC_COPY_ATOMIC (FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_FLOAT) \
+    | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) | FK_BIT(FK_COMPLEX) \
+    | FK_BIT(FK_TUPLE) | FK_BIT(FK_FROZENSET) | FK_BIT(FK_TYPE) \
+    | FK_BIT(FK_RANGE) | FK_BIT(FK_SLICE) | FK_BIT(FK_PROPERTY) \
+    | FK_BIT(FK_BUILTIN_FN) | FK_BIT(FK_FUNCTION) | FK_BIT(FK_CODE) \
+    | FK_BIT(FK_WEAKREF) | FK_BIT(FK_ELLIPSIS) | FK_BIT(FK_NOTIMPL))
+
 
 /* ------------------------------------------------------------------ */
 /* Per-type plans                                                      */
@@ -545,13 +635,9 @@ typedef struct FcCtx {
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
 
-/* The walker's entry points, for parts compiled before deepcopy.c
-   (numpy.c, torch.c): deep-copy x within the running call (same memo,
-   same work stack).  new ref | NULL+exc */
-static PyObject *fc_walk(FcCtx *c, PyObject *x);
-
-/* A unique non-object pointer: "a frame was pushed, no result yet". */
-static char fc_pushed_marker;
+/* A unique non-object pointer: "a frame was pushed, no result yet"
+   (defined in deepcopy.c). */
+extern FC_INTERNAL_DATA char fc_pushed_marker;
 #define FC_PUSHED ((PyObject *)&fc_pushed_marker)
 
 #endif /* FASTCOPY_H */

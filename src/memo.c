@@ -40,6 +40,9 @@
  * one call.  That is the same argument the stdlib makes for id() keys.
  */
 #include "fastcopy.h"
+#include "memo.h"
+#include "deepcopy.h"
+#include "defer.h"
 
 /* ------------------------------------------------------------------ */
 /* Spare buffers                                                       */
@@ -59,7 +62,7 @@
 
 /* Take spare buffer `slot` if it holds at least `want` bytes (*size: how
    many).  buffer | NULL */
-FC_INLINE void *
+FC_INTERNAL_INLINE void *
 fc_spare_take(FcSpare *sp, int slot, size_t want, size_t *size)
 {
     if (sp == NULL || sp->p[slot] == NULL || sp->size[slot] < want) {
@@ -73,7 +76,7 @@ fc_spare_take(FcSpare *sp, int slot, size_t want, size_t *size)
 
 /* Done with buffer p of `size` bytes: keep the larger of it and the spare
    already there, free the other. */
-static void
+FC_INTERNAL void
 fc_spare_give(FcSpare *sp, int slot, void *p, size_t size)
 {
     if (sp != NULL && size <= FC_SPARE_MAX
@@ -86,7 +89,7 @@ fc_spare_give(FcSpare *sp, int slot, void *p, size_t size)
     PyMem_Free(p);
 }
 
-static void
+FC_INTERNAL void
 fc_spare_free(FcSpare *sp)
 {
     for (int i = 0; i < FC_SPARE__COUNT; i++) {
@@ -107,7 +110,7 @@ fc_memo_hash(PyObject *p)
     return (size_t)(h ^ (h >> 29));
 }
 
-static void
+FC_INTERNAL void
 fc_memo_init(FcMemo *m)
 {
     m->entries = m->small;
@@ -130,7 +133,7 @@ fc_memo_init(FcMemo *m)
     m->dict_truth = 0;
 }
 
-static void
+FC_INTERNAL void
 fc_memo_clear(FcMemo *m)
 {
     FcSpare *sp = m->spare;
@@ -205,7 +208,7 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
 /* borrowed copy | NULL (missing; never an error).  A miss is remembered:
    the walker usually looks the same object up again when it enters it,
    and then stores its copy (fc_memo_missed, fc_memo_set). */
-FC_INLINE PyObject *
+FC_INTERNAL_INLINE PyObject *
 fc_memo_get(FcMemo *m, PyObject *key)
 {
     if (m->mask == 0) {
@@ -234,7 +237,7 @@ fc_memo_get(FcMemo *m, PyObject *key)
 }
 
 /* Was key the last lookup, a miss, with nothing inserted since? */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_memo_missed(FcMemo *m, PyObject *key)
 {
     return m->miss == key;
@@ -323,7 +326,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
 /* memo[id(key)] = value (value borrowed, a new reference is taken).
    At most one probe: the slot where the key is, or where it goes -- none
    when the key's own lookup just missed.  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
 {
     /* the usual store: right after the key's lookup missed, with room in
@@ -401,10 +404,6 @@ fc_ctx_memo_id(FcCtx *c)
     }
     return c->memo_id;
 }
-
-/* Turn the native memo into the dict the stdlib would have built by now,
-   and switch the call to DICT mode.  0 | -1+exc */
-static int fc_demote_all(FcCtx *c);
 
 /*
  * Copies and the cyclic GC.  Every container the walker builds is a value
@@ -484,7 +483,7 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
 }
 
 /* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_untrack(FcCtx *c, PyObject *y)
 {
     if (c->gc_grace > 0) {
@@ -494,7 +493,7 @@ fc_untrack(FcCtx *c, PyObject *y)
     return fc_untrack_slow(c, y);   /* gc_grace: 0 just ran out, -1 since */
 }
 
-static void
+FC_INTERNAL void
 fc_retrack_all(FcCtx *c)
 {
     for (Py_ssize_t i = 0; i < c->nuntracked; i++) {
@@ -620,7 +619,7 @@ fc_memo_to_dict(FcCtx *c)
 /* About to hand c->memo to a hook: make it the stdlib's dict of this
    moment.  Pair with fc_memo_hide() once the hook has returned.
    0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_memo_show(FcCtx *c)
 {
     if (c->mode != FC_MEMO_NATIVE) {
@@ -651,7 +650,7 @@ fc_memo_show(FcCtx *c)
 /* The hook has returned (or raised: no exception is touched here).  Back
    to the native table if nobody changed or kept the mirror, else the
    mirror is the memo from now on. */
-static void
+FC_INTERNAL void
 fc_memo_hide(FcCtx *c)
 {
     if (!c->shown) {
@@ -684,7 +683,7 @@ fc_memo_hide(FcCtx *c)
 
 /* Show the memo for good (a caller that writes keys of its own into it).
    0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_memo_expose(FcCtx *c)
 {
     if (c->mode != FC_MEMO_NATIVE) {
@@ -722,7 +721,7 @@ fc_memo_move(FcMemo *dst, FcMemo *src)
 /* deepcopy(x, memo) from a hook that was shown `memo` by a call still
    running on this thread, with the mirror untouched since: that call, whose
    native table the nested call takes over (c->lender).  NULL otherwise. */
-static FcCtx *
+FC_INTERNAL FcCtx *
 fc_memo_borrow(FcState *st, PyObject *memo)
 {
     PyThreadState *ts = PyThreadState_Get();
@@ -744,7 +743,7 @@ fc_memo_borrow(FcState *st, PyObject *memo)
 }
 
 /* Take over the lender's native table. */
-static void
+FC_INTERNAL void
 fc_memo_take(FcCtx *c, FcCtx *lender)
 {
     fc_memo_move(&c->native, &lender->native);
@@ -756,7 +755,7 @@ fc_memo_take(FcCtx *c, FcCtx *lender)
 /* The nested call on a borrowed table ends: the hook that called it goes on
    and may read the mirror, and the table goes back.  Keeps a pending
    exception.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_memo_return(FcCtx *c)
 {
     FcCtx *lender = c->lender;
@@ -787,7 +786,7 @@ fc_memo_return(FcCtx *c)
 }
 
 /* memo.get(id(x), nil).  1 hit (*res new ref) | 0 miss | -1+exc */
-static int
+FC_INTERNAL int
 fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res)
 {
     PyObject *k = PyLong_FromVoidPtr(x);
@@ -823,7 +822,7 @@ fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res)
 
 /* The memo lookup that opens every deepcopy() step.
    1 hit (*res new ref) | 0 miss | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
@@ -852,7 +851,7 @@ fc_memo_store_py(FcCtx *c, PyObject *x, PyObject *y)
 }
 
 /* memo[id(x)] = y.  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
@@ -865,7 +864,7 @@ fc_memo_store(FcCtx *c, PyObject *x, PyObject *y)
        try: memo[id(memo)].append(x)
        except KeyError: memo[id(memo)] = [x]
    0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_memo_keep_alive(FcCtx *c, PyObject *x)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
@@ -929,7 +928,7 @@ fc_memo_keep_alive(FcCtx *c, PyObject *x)
        try: return memo[id(x)]
        except KeyError: pass
    1 hit (*res new ref) | 0 miss | -1+exc */
-static int
+FC_INTERNAL int
 fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
@@ -963,7 +962,7 @@ fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res)
 }
 
 /* "if y is not x: memo[d] = y; _keep_alive(x, memo)".  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_memo_finish(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (y == x) {
@@ -977,7 +976,7 @@ fc_memo_finish(FcCtx *c, PyObject *x, PyObject *y)
 
 /* fc_memo_finish for a copy just made, which it takes over: y may be NULL
    (its maker failed).  y | NULL+exc */
-FC_INLINE PyObject *
+FC_INTERNAL_INLINE PyObject *
 fc_memo_done(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (y != NULL && fc_memo_finish(c, x, y) < 0) {
@@ -990,7 +989,7 @@ fc_memo_done(FcCtx *c, PyObject *x, PyObject *y)
    copying the children (list, dict, _reconstruct): a native memo cannot
    have changed since (no Python code holds it), so only the keep-alive is
    left.  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE) && y != x) {

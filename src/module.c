@@ -3,6 +3,14 @@
  * argument parsing.
  */
 #include "fastcopy.h"
+#include "module.h"
+#include "deepcopy.h"
+#include "copy.h"
+#include "select.h"
+#include "plan.h"
+#include "memo.h"
+#include "numpy.h"
+#include "cowdict.h"
 
 /* Every object field of FcState, for traverse and clear. */
 #define FC_STATE_OBJECTS(X) \
@@ -36,7 +44,7 @@ fc_state(PyObject *module)
 /* Bind args/kwnames to out[0..nnames) (borrowed, NULL = not given).
    The first npos names are positional-or-keyword, the rest keyword-only;
    the first nreq are required.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
          PyObject *kwnames, const char *const *names, int nnames, int npos,
          int nreq, PyObject **out)
@@ -652,11 +660,9 @@ fc_exec(PyObject *module)
     if (fc_np_exec(module, st) < 0) {
         goto error;
     }
-#ifdef FC_HAVE_COWDICT
     if (fc_cowdict_exec(module, st) < 0) {
         goto error;
     }
-#endif
     Py_DECREF(copyreg);
     return 0;
 error:

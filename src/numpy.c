@@ -41,17 +41,19 @@
  * across anything that can run it without being read again.
  */
 #include "fastcopy.h"
+#include "numpy.h"
+#include "buffers.h"
+#include "deepcopy.h"
+#include "memo.h"
+#include "defer.h"
+#include "pool.h"
+#include "module.h"
 
 #include <sched.h>
 #include <unistd.h>
 
 enum { FB_NP_ARRAY = FB_NP_FIRST };
 
-/* defined by later parts of the unity build */
-static int fc_stack_check(void);
-static int fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                    PyObject *kwnames, const char *const *names, int nnames,
-                    int npos, int nreq, PyObject **out);
 
 #define FC_NP_MAX_SLOTS 64          /* object slots per element we handle */
 #define FC_NP_DEFAULT_PAR_MIN ((Py_ssize_t)8 << 20)
@@ -227,7 +229,7 @@ done:
 /* ------------------------------------------------------------------ */
 
 /* FB_* kind for tp, 0 when not numpy's.  kind | 0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_np_kind(FcState *st, PyTypeObject *tp)
 {
     if (st->np_ndarray == NULL) {
@@ -489,7 +491,7 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
 }
 
 /* See buffers.c for the contract. */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_np_deep(FcCtx *c, PyObject *x, int kind)
 {
     FcState *st = c->st;
@@ -533,13 +535,13 @@ fc_np_prepare_pool(FcState *st)
     return 0;
 }
 
-static int
+FC_INTERNAL int
 fc_np_kind(FcState *st, PyTypeObject *tp)
 {
     return 0;
 }
 
-static PyObject *
+FC_INTERNAL PyObject *
 fc_np_deep(FcCtx *c, PyObject *x, int kind)
 {
     return NULL;
@@ -801,7 +803,7 @@ static PyMethodDef fc_np_methods[] = {
 };
 
 /* Defaults and the public functions above.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_np_exec(PyObject *module, FcState *st)
 {
     st->np_api = 0;

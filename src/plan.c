@@ -24,6 +24,8 @@
  * when in doubt a plan says FP_GENERIC.
  */
 #include "fastcopy.h"
+#include "plan.h"
+#include "buffers.h"
 
 /* ------------------------------------------------------------------ */
 /* Watching the stdlib's tables                                        */
@@ -43,10 +45,8 @@ fc_watch_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key,
 }
 #endif
 
-static int fc_refresh(FcState *st);
-
 /* Make sure st reflects the current stdlib tables.  0 | -1+exc */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_sync(FcState *st)
 {
 #if FC_PY312_PLUS
@@ -71,7 +71,7 @@ fc_sync(FcState *st)
 
 /* Callers never keep a plan pointer across code that can reach here
    (they copy what they use: fc_deep_plain), so entries may be dropped. */
-static void
+FC_INTERNAL void
 fc_plans_clear(FcState *st)
 {
     for (int i = 0; i < FC_PLAN_SLOTS; i++) {
@@ -82,7 +82,7 @@ fc_plans_clear(FcState *st)
 }
 
 /* Which type each kind bit stands for. */
-static PyTypeObject *
+FC_INTERNAL PyTypeObject *
 fc_kind_type(FcState *st, int k)
 {
     switch (k) {
@@ -116,7 +116,7 @@ fc_kind_type(FcState *st, int k)
 
 /* table.get(key) for the stdlib's tables: exact dicts directly, anything
    else through its .get.  1 (*res new ref, may be None) | 0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res)
 {
     int r;
@@ -184,7 +184,7 @@ fc_refresh_set_ok(FcState *st)
 
 /* Re-read the copy module's globals and recompute what is still the
    stdlib's original.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_refresh(FcState *st)
 {
     PyObject *g = st->copy_globals;
@@ -267,7 +267,7 @@ fc_refresh(FcState *st)
 }
 
 /* Watch the tables (3.12+).  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_watch_init(FcState *st)
 {
 #if FC_PY312_PLUS
@@ -293,7 +293,7 @@ fc_watch_init(FcState *st)
     return 0;
 }
 
-static void
+FC_INTERNAL void
 fc_watch_fini(FcState *st)
 {
 #if FC_PY312_PLUS
@@ -574,7 +574,7 @@ static const char fc_frac_deepcopy_src[] =
    exact Fraction tp: its globals name tp `Fraction` and do not shadow
    `type`, which its builtins map to type?  Checked again whenever either
    dict's version tag moved.  1 | 0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_frac_names_ok(FcState *st, PyTypeObject *tp)
 {
     PyFunctionObject *f = (PyFunctionObject *)st->frac_deepcopy;
@@ -889,7 +889,7 @@ fc_assign_tag(FcState *st, PyTypeObject *tp)
 /* The plan for tp: a cached one, or *tmp filled in when tp cannot be
    cached (the caller then releases tmp->slotnames).
    borrowed plan | NULL+exc */
-static FcPlan *
+FC_INTERNAL FcPlan *
 fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
 {
     FcPlan *p = &st->plans[fc_plan_slot(tp)];

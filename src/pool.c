@@ -30,6 +30,7 @@
  * Nothing here touches Python objects; it is called without the GIL.
  */
 #include "fastcopy.h"
+#include "pool.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -39,16 +40,8 @@
 
 #define FC_POOL_MAGIC 0x66635f706f6f6c31ull      /* "fc_pool1" */
 #define FC_POOL_HEAD 64                          /* keeps data 64-aligned */
-#define FC_POOL_MIN ((size_t)1 << 20)            /* mmap()ed, poolable */
 #define FC_POOL_CLASSES 256
 #define FC_POOL_HUGE ((size_t)4 << 20)           /* madvise(MADV_HUGEPAGE) */
-
-/* the allocator functions are used by whichever backends are built */
-#if defined(__GNUC__) || defined(__clang__)
-#  define FC_POOL_FN static __attribute__((unused))
-#else
-#  define FC_POOL_FN static
-#endif
 
 typedef struct FcPoolHead {
     uint64_t magic;
@@ -121,7 +114,7 @@ fc_pool_unmap(FcPoolHead *h)
 }
 
 /* A block of at least n usable bytes.  data pointer | NULL (errno) */
-FC_POOL_FN void *
+FC_INTERNAL void *
 fc_pool_alloc(size_t n, int *zeroed)
 {
     size_t cap;
@@ -186,7 +179,7 @@ fc_pool_head(void *p)
 
 /* Give a block back: cached when allowed and within the cap, else
    returned to the system. */
-FC_POOL_FN void
+FC_INTERNAL void
 fc_pool_free(void *p)
 {
     if (p == NULL) {
@@ -210,7 +203,7 @@ fc_pool_free(void *p)
 }
 
 /* Usable capacity of a block of ours. */
-FC_POOL_FN size_t
+FC_INTERNAL size_t
 fc_pool_capacity(void *p)
 {
     return fc_pool_head(p)->cap;
@@ -218,7 +211,7 @@ fc_pool_capacity(void *p)
 
 /* realloc: in place while the block is big enough.  data | NULL (the old
    block stays valid) */
-FC_POOL_FN void *
+FC_INTERNAL void *
 fc_pool_realloc(void *p, size_t n)
 {
     if (p == NULL) {
@@ -240,7 +233,7 @@ fc_pool_realloc(void *p, size_t n)
 }
 
 /* Release every cached block.  bytes released */
-static size_t
+FC_INTERNAL size_t
 fc_pool_trim(void)
 {
     FcPoolHead *all = NULL;
@@ -270,7 +263,7 @@ fc_pool_trim(void)
 
 /* Turn retention on/off and set its cap; blocks over the new cap are
    released.  Call with the GIL held (configure()). */
-static void
+FC_INTERNAL void
 fc_pool_configure(int retain, size_t max_bytes)
 {
     pthread_once(&fc_pool.once, fc_pool_init_once);
@@ -285,7 +278,7 @@ fc_pool_configure(int retain, size_t max_bytes)
 }
 
 /* Snapshot of the statistics for backends(). */
-static void
+FC_INTERNAL void
 fc_pool_stats(size_t *cached, size_t *max_bytes, size_t *hits, size_t *misses)
 {
     pthread_mutex_lock(&fc_pool.lock);

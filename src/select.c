@@ -3,10 +3,15 @@
  * objects by reference wherever they occur.
  */
 #include "fastcopy.h"
+#include "select.h"
+#include "deepcopy.h"
+#include "memo.h"
+#include "plan.h"
+#include "defer.h"
 
 /* Is x one of the objects deepcopy(share=...) keeps by reference?
    share is a type, a tuple of types, or a predicate.  1 | 0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_share_match(FcCtx *c, PyObject *x)
 {
     PyObject *s = c->share;
@@ -27,7 +32,7 @@ fc_share_match(FcCtx *c, PyObject *x)
 }
 
 /* share= must be a type, a tuple of types, or a callable.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_check_share(PyObject *share)
 {
     if (PyType_Check(share) || PyCallable_Check(share)) {
@@ -441,7 +446,7 @@ error:
 }
 
 /* [deepcopy(x, share=share) for _ in range(n)].  new ref | NULL+exc */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
 {
     /* filled in place, so hidden from the collector until it is complete:

@@ -61,6 +61,12 @@
  * hardware for this code (docs/buffers-cuda.md).
  */
 #include "fastcopy.h"
+#include "torch.h"
+#include "buffers.h"
+#include "deepcopy.h"
+#include "memo.h"
+#include "defer.h"
+#include "plan.h"
 
 enum {
     FB_TORCH_TENSOR = FB_TORCH_FIRST,
@@ -229,17 +235,6 @@ static const char *const fc_torch_probes[] = {
     "_is_default_mobile_cpu_allocator_set",
 };
 #define FC_TORCH_NPROBES 5
-
-/* plan.c */
-static int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
-/* defer.c: fastcopy._cuda's C API, imported at the first call (the API |
-   NULL+exc); will fc_defer_copy record rather than run (1 | 0); copy now
-   or at the next flush (0 | -1+exc; contracts there) */
-static const FcCudaCAPI *fc_cuda_api(FcState *st);
-FC_INLINE int fc_defer_queued(FcState *st, size_t n, int dev);
-static int fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
-                         const char *src, PyObject *src_store, size_t src_off,
-                         size_t n, int dev, uintptr_t stream);
 
 /* ------------------------------------------------------------------ */
 /* Finding torch                                                       */
@@ -569,7 +564,7 @@ release:
 }
 
 /* FB_* kind for tp, 0 when not torch's.  kind | 0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_torch_kind(FcState *st, PyTypeObject *tp)
 {
     if (st->torch_checked == 0) {
@@ -791,7 +786,7 @@ fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
 
 /* A torch storage's address and size now: two C getters, no Python code.
    (defer.c re-reads them at each flush.)  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size_t *nbytes)
 {
     Py_ssize_t n;
@@ -1523,7 +1518,7 @@ fc_torch_param_ok(FcState *st, PyObject *x)
 }
 
 /* See buffers.c for the contract. */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_torch_deep(FcCtx *c, PyObject *x, int kind)
 {
     FcState *st = c->st;

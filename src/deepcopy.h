@@ -1,0 +1,34 @@
+/*
+ * deepcopy.h: the walker (deepcopy.c) -- deepcopy() itself, and the entry
+ * that lets other parts copy a child within a running call (the buffer
+ * backends copy an object array's items or a tensor's attributes with the
+ * call's own memo and work stack).  Callers: module.c, select.c, copy.c
+ * (nothing), numpy.c, torch.c, memo.c.
+ */
+#ifndef FASTCOPY_DEEPCOPY_H
+#define FASTCOPY_DEEPCOPY_H
+
+#include "fastcopy.h"
+
+/* deepcopy(x, memo, _nil) as the stdlib defines it (memo NULL = None;
+   share: deepcopy(share=...) or NULL).  Runs user code.
+   new ref | NULL+exc */
+FC_INTERNAL PyObject *fc_deepcopy(FcState *st, PyObject *x, PyObject *memo,
+                                  PyObject *nil, PyObject *share);
+/* Deep-copy x within the running call (same memo, same work stack).
+   Runs user code.  new ref | NULL+exc */
+FC_INTERNAL PyObject *fc_walk(FcCtx *c, PyObject *x);
+/* A call's context: init (no allocation, no user code) and fini (releases
+   everything, runs the end-of-call steps: finalizers may run). */
+FC_INTERNAL_INLINE void fc_ctx_init(FcCtx *c, FcState *st);
+FC_INTERNAL_INLINE void fc_ctx_fini(FcCtx *c);
+/* Is x copied as itself by deepcopy, with no memo involved?  (native
+   memo only)  1 | 0 */
+FC_INTERNAL_INLINE int fc_deep_atomic(FcCtx *c, PyObject *x);
+/* Before the memo is shown to Python code: every half-built dict made
+   exactly the stdlib's (prefilled frames demoted).  0 | -1+exc */
+FC_INTERNAL int fc_demote_all(FcCtx *c);
+/* 0 | -1+RecursionError when this thread's C stack is nearly used up. */
+FC_INTERNAL int fc_stack_check(void);
+
+#endif /* FASTCOPY_DEEPCOPY_H */

@@ -1,0 +1,42 @@
+/*
+ * defer.h: a call's byte copies, recorded and run together (defer.c), and
+ * the threaded memcpy numpy.c shares.  Callers: torch.c (records), the
+ * walker and select.c (flush before user code, end of call), numpy.c.
+ */
+#ifndef FASTCOPY_DEFER_H
+#define FASTCOPY_DEFER_H
+
+#include "fastcopy.h"
+
+/* below this many bytes, dropping and retaking the GIL costs more than it frees */
+#define FC_NOGIL_MIN ((size_t)1 << 16)
+/* most threads fc_par_copy starts for one copy */
+#define FC_PAR_MAX_THREADS 64
+
+/* Will fc_defer_copy(n, dev) record the copy rather than run it?  1 | 0 */
+FC_INTERNAL_INLINE int fc_defer_queued(FcState *st, size_t n, int dev);
+/* Copy n bytes from src to dst on device dev (-1: host) and stream: now,
+   or recorded for the next flush when fc_defer_queued (then src is byte
+   src_off of the torch storage src_store, dst byte dst_off of dst_store,
+   both borrowed here and kept).  The caller read the addresses after its
+   last call that could run Python code.  0 | -1+exc */
+FC_INTERNAL int fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
+                              const char *src, PyObject *src_store, size_t src_off,
+                              size_t n, int dev, uintptr_t stream);
+/* Run the recorded copies (the GIL may be released: other threads run).
+   Called before any user code.  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_defer_flush(FcCtx *c);
+/* The end of a call: flush even when y is NULL, keeping the first error.
+   y | NULL+exc */
+FC_INTERNAL PyObject *fc_defer_end(FcCtx *c, PyObject *y);
+/* Drop the queue without copying (its references released). */
+FC_INTERNAL void fc_defer_release(FcCtx *c);
+/* Every op's memcpy, split by bytes over up to nthreads threads (this one
+   included).  Call without the GIL. */
+FC_INTERNAL void fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total,
+                             int nthreads, int populate);
+/* fastcopy._cuda's C API, imported at the first CUDA copy.
+   the API | NULL+exc */
+FC_INTERNAL const FcCudaCAPI *fc_cuda_api(FcState *st);
+
+#endif /* FASTCOPY_DEFER_H */

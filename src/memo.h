@@ -1,0 +1,84 @@
+/*
+ * memo.h: the native memo (memo.c) -- a pointer-keyed table with the
+ * stdlib memo's semantics, its keep-alive list, the dict hooks are shown,
+ * the spare buffers one call leaves to the next, and the copies hidden from
+ * the cyclic GC while a call runs.  Callers: the walker (deepcopy.c),
+ * select.c, the buffer backends (numpy.c, torch.c) and module.c.
+ */
+#ifndef FASTCOPY_MEMO_H
+#define FASTCOPY_MEMO_H
+
+#include "fastcopy.h"
+
+/* Containers a call makes before it starts hiding them from the GC
+   (memo.c, "Copies and the cyclic GC"). */
+#define FC_GC_GRACE 1000
+
+/* An empty table / release every entry and heap block.  No user code runs
+   in init; clear drops references (finalizers may run). */
+FC_INTERNAL void fc_memo_init(FcMemo *m);
+FC_INTERNAL void fc_memo_clear(FcMemo *m);
+
+/* borrowed copy | NULL (missing; never an error).  A miss is remembered
+   for the store that usually follows (fc_memo_missed, fc_memo_set). */
+FC_INTERNAL_INLINE PyObject *fc_memo_get(FcMemo *m, PyObject *key);
+/* Was key the last lookup, a miss, with nothing inserted since?  1 | 0 */
+FC_INTERNAL_INLINE int fc_memo_missed(FcMemo *m, PyObject *key);
+/* memo[id(key)] = value (borrowed; a new reference is taken).  No user
+   code.  0 | -1+exc (MemoryError) */
+FC_INTERNAL_INLINE int fc_memo_set(FcMemo *m, PyObject *key, PyObject *value);
+
+/* The lookup that opens every deepcopy() step, in whatever mode the memo
+   is (a dict or mapping memo runs its __hash__/__getitem__: user code).
+   1 hit (*res new ref) | 0 miss | -1+exc */
+FC_INTERNAL_INLINE int fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res);
+/* memo.get(id(x), nil), for deepcopy()'s own first step.
+   1 hit (*res new ref) | 0 miss | -1+exc */
+FC_INTERNAL int fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res);
+/* The tuple copier's `try: return memo[id(x)] except KeyError: pass`.
+   1 hit (*res new ref) | 0 miss | -1+exc */
+FC_INTERNAL int fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res);
+/* memo[id(x)] = y.  May run user code (dict or mapping memo).  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_memo_store(FcCtx *c, PyObject *x, PyObject *y);
+/* _keep_alive(x, memo).  May run user code (mapping memo).  0 | -1+exc */
+FC_INTERNAL int fc_memo_keep_alive(FcCtx *c, PyObject *x);
+/* "if y is not x: memo[d] = y; _keep_alive(x, memo)".  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_memo_finish(FcCtx *c, PyObject *x, PyObject *y);
+/* fc_memo_finish for a copier that stored memo[id(x)] = y before copying
+   the children: only the keep-alive is left.  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y);
+/* fc_memo_finish for a copy just made, which it takes over: y may be NULL
+   (its maker failed).  y | NULL+exc */
+FC_INTERNAL_INLINE PyObject *fc_memo_done(FcCtx *c, PyObject *x, PyObject *y);
+
+/* Showing the memo to user code (memo.c, "Showing the memo").
+   fc_memo_show: about to hand c->memo to a hook; makes it the stdlib's
+   dict of this moment.  0 | -1+exc.  Pair with fc_memo_hide once the hook
+   has returned or raised (keeps any pending exception).
+   fc_memo_expose: show it for good (a caller writes keys of its own).
+   0 | -1+exc */
+FC_INTERNAL int fc_memo_show(FcCtx *c);
+FC_INTERNAL void fc_memo_hide(FcCtx *c);
+FC_INTERNAL int fc_memo_expose(FcCtx *c);
+/* deepcopy(x, memo) from a hook that was shown `memo` by a call still
+   running on this thread, with the dict untouched since: that call, whose
+   native table the nested call may take over.  borrowed | NULL (no error) */
+FC_INTERNAL FcCtx *fc_memo_borrow(FcState *st, PyObject *memo);
+/* Take over the lender's native table / give it back when the nested call
+   ends (keeps a pending exception).  return: 0 | -1+exc */
+FC_INTERNAL void fc_memo_take(FcCtx *c, FcCtx *lender);
+FC_INTERNAL int fc_memo_return(FcCtx *c);
+
+/* Spare heap buffers (FcSpare): take one of at least `want` bytes
+   (*size: how many) | NULL; give one back (the larger is kept); free all. */
+FC_INTERNAL_INLINE void *fc_spare_take(FcSpare *sp, int slot, size_t want, size_t *size);
+FC_INTERNAL void fc_spare_give(FcSpare *sp, int slot, void *p, size_t size);
+FC_INTERNAL void fc_spare_free(FcSpare *sp);
+
+/* Hide y (a copy the call made) from the cyclic GC until
+   fc_retrack_all(), which runs before the memo is shown and when the call
+   ends.  No user code.  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_untrack(FcCtx *c, PyObject *y);
+FC_INTERNAL void fc_retrack_all(FcCtx *c);
+
+#endif /* FASTCOPY_MEMO_H */

@@ -1,0 +1,37 @@
+/*
+ * plan.h: the per-type plan cache and the watch on the stdlib's tables
+ * (plan.c).  Callers: the walker, copy.c, reduce.c, torch.c, module.c.
+ */
+#ifndef FASTCOPY_PLAN_H
+#define FASTCOPY_PLAN_H
+
+#include "fastcopy.h"
+
+/* Make st reflect the current copy/copyreg tables (cheap when nothing
+   changed: a counter or five version tags).  Runs no user code but may
+   allocate.  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_sync(FcState *st);
+/* Recompute what fc_sync caches.  0 | -1+exc */
+FC_INTERNAL int fc_refresh(FcState *st);
+/* The plan for tp: a cached one, or *tmp filled in when tp cannot be
+   cached (the caller then releases tmp->slotnames).  Can run user code
+   (copyreg._slotnames, metaclass lookups): never keep the pointer across
+   more.  borrowed plan | NULL+exc */
+FC_INTERNAL FcPlan *fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp);
+/* Drop every cached plan (references released: finalizers may run). */
+FC_INTERNAL void fc_plans_clear(FcState *st);
+/* table.get(key) for the stdlib's tables (exact dicts directly, anything
+   else through its .get: user code).  1 (*res new ref, may be None) | 0 |
+   -1+exc */
+FC_INTERNAL int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
+/* Does Fraction.__deepcopy__ still return self for an exact Fraction tp?
+   1 | 0 | -1+exc */
+FC_INTERNAL int fc_frac_names_ok(FcState *st, PyTypeObject *tp);
+/* The type a kind bit stands for.  borrowed */
+FC_INTERNAL PyTypeObject *fc_kind_type(FcState *st, int k);
+/* Watch copy's and copyreg's tables (3.12+ dict watchers).  0 | -1+exc;
+   fini removes the watch. */
+FC_INTERNAL int fc_watch_init(FcState *st);
+FC_INTERNAL void fc_watch_fini(FcState *st);
+
+#endif /* FASTCOPY_PLAN_H */
