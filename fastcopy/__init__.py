@@ -131,16 +131,14 @@ def backends():
     """What the buffer backends see and do: numpy (version, native path,
     threads, pool), torch (version, when imported) and CUDA (driver found or
     why not).  Imports nothing."""
-    info = _fastcopy.backends()
+    info = _fastcopy.backends()   # one entry per backend in the C registry
     torch = _sys.modules.get("torch")
-    settings = _fastcopy.configure()
-    info["torch"] = {"version": getattr(torch, "__version__", None),
-                     "native": torch is not None,
-                     "defer": settings["torch_defer"]}
     from ._snapshot import _cuda_backend_info
-    info["cuda"] = _cuda_backend_info()
-    # CUDA tensors copied natively: switched on, and both ends present
-    info["cuda"]["tensors"] = bool(
-        settings["torch_cuda"] and info["cuda"].get("available")
-        and torch is not None and hasattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream"))
+    cuda = info["cuda"]
+    cuda.update(_cuda_backend_info())   # what the driver says
+    # CUDA tensors copied natively: switched on, torch's path is ours, and
+    # both ends present
+    cuda["tensors"] = bool(
+        info["torch"]["cuda"] and info["torch"]["native"] and cuda.get("available")
+        and hasattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream"))
     return info

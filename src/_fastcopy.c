@@ -3,7 +3,8 @@
  * the headers it uses and stands on its own (scripts/check_parts.sh
  * compiles each alone); compiled together, with FC_INTERNAL functions
  * static, every body is visible at every call (see fastcopy.h, "Linkage").
- * The order below is free: no part relies on an earlier one.
+ * The order below is free: no part relies on an earlier one.  A new part
+ * (a buffer backend: docs/backends.md) gets its line here.
  */
 #define FC_UNITY 1
 #include "defer.c"
@@ -12,10 +13,13 @@
 #include "pool.c"
 #include "numpy.c"
 #include "torch.c"
+#include "cuda.c"
 #include "plan.c"
 #include "reduce.c"
 #include "deepcopy.c"
 #include "select.c"
 #include "copy.c"
 #include "cowdict.c"
+#include "settings.c"
+#include "testing.c"
 #include "module.c"

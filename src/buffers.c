@@ -1,45 +1,60 @@
 /*
- * buffers.c: big-buffer objects (numpy arrays, torch tensors) -- the
- * walker's contract with numpy.c and torch.c.
+ * buffers.c: big-buffer objects (numpy arrays, torch tensors, CUDA memory)
+ * -- the registry of buffer backends and the walker's contract with them.
  *
- * plan.c asks fc_buffer_kind() once per type version; a non-zero FB_* kind
+ * A backend is one file with one table of operations (FcBackend,
+ * buffers.h): recognise its types, deep-copy an instance, its part of the
+ * module state with traverse and clear, its configure() keywords with
+ * their defaults, its backends() entry and its trim().  The registry below
+ * is the only list of them; module.c, settings.c and plan.c walk it.
+ *
+ * plan.c asks fc_buffer_kind() once per type version; a non-zero kind
  * makes the type's plan FP_BUFFER, and the walker then calls
  * fc_buffer_deep() for each instance (after the memo lookup and share=
- * check, before anything else).  fc_buffer_deep() returns
- *   - a new reference: the finished copy; it must already be memoized and
- *     kept alive exactly as deepcopy() would (fc_memo_finish), or
- *   - FC_PUSHED after pushing frames, or
- *   - NULL with an exception, or
- *   - NULL without one: "not for me after all" -- the walker then takes
- *     the stdlib's generic road for x (which calls x.__deepcopy__(memo)).
- * Anything not proven identical to the object's own __deepcopy__ must
- * return NULL without an exception.
+ * check, before anything else).  Anything not proven identical to the
+ * object's own __deepcopy__ must return NULL without an exception, and the
+ * stdlib's road is taken.  Byte copies a backend can postpone go through
+ * the call's deferred-copy queue (defer.c: fc_defer_copy), which the walker
+ * flushes before any user code runs and at the end of the call, for every
+ * backend at once.
+ *
+ * Adding a backend (docs/backends.md): a new src/<name>.c defining
+ * `const FcBackend fc_<name>_backend`, its line in the registry below
+ * (plus its declaration in buffers.h), and the file in src/_fastcopy.c's
+ * list for the unity build.
  */
 #include "fastcopy.h"
 #include "buffers.h"
-#include "numpy.h"
-#include "torch.h"
 
-/* kind | 0 | -1+exc */
+FC_INTERNAL_DATA const FcBackend *const fc_backends[] = {
+    &fc_numpy_backend,
+    &fc_torch_backend,
+    &fc_cuda_backend,
+};
+FC_INTERNAL_DATA const int fc_nbackends = (int)(sizeof(fc_backends) / sizeof(fc_backends[0]));
+
 FC_INTERNAL int
 fc_buffer_kind(FcState *st, PyTypeObject *tp)
 {
-    int k = fc_np_kind(st, tp);
-    if (k != 0) {
-        return k;
+    for (int i = 0; i < fc_nbackends; i++) {
+        const FcBackend *b = fc_backends[i];
+        if (b->kind == NULL) {
+            continue;
+        }
+        int k = b->kind(st, tp);
+        if (k != 0) {
+            return k < 0 ? -1 : ((i + 1) << FB_SHIFT) | k;
+        }
     }
-    return fc_torch_kind(st, tp);
+    return 0;
 }
 
-/* new ref | FC_PUSHED | NULL+exc | NULL: take the generic road */
 FC_INTERNAL PyObject *
 fc_buffer_deep(FcCtx *c, PyObject *x, int kind)
 {
-    if (kind >= FB_NP_FIRST && kind <= FB_NP_LAST) {
-        return fc_np_deep(c, x, kind);
+    int i = (kind >> FB_SHIFT) - 1;
+    if (i < 0 || i >= fc_nbackends || fc_backends[i]->deep == NULL) {
+        return NULL;
     }
-    if (kind >= FB_TORCH_FIRST && kind <= FB_TORCH_LAST) {
-        return fc_torch_deep(c, x, kind);
-    }
-    return NULL;
+    return fc_backends[i]->deep(c, x, kind & FB_LOCAL_MAX);
 }

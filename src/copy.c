@@ -13,6 +13,7 @@
 #include "copy.h"
 #include "reduce.h"
 #include "plan.h"
+#include "state.h"
 
 /* x.copy() for an exact list.  list.copy() sizes its result, allocates
    it -- on 3.10/3.11 a collection there can run a finalizer that shrinks

@@ -95,6 +95,7 @@
 #include "fastcopy.h"
 #include "cowdict.h"
 #include "deepcopy.h"
+#include "state.h"
 
 
 #if PY_VERSION_HEX >= 0x030E0000

@@ -61,6 +61,7 @@
 #include "buffers.h"
 #include "defer.h"
 #include "select.h"
+#include "state.h"
 
 enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
 
@@ -89,6 +90,15 @@ fc_deep_atomic(FcCtx *c, PyObject *x)
 {
     int k = fc_kind(Py_TYPE(x));
     return (FK_BIT(k) & FC_DEEP_ATOMIC & c->st->deep_ok) != 0;
+}
+
+FC_INTERNAL_INLINE int
+fc_before_user_code(FcCtx *c, int show)
+{
+    if (fc_defer_flush(c) < 0) {
+        return -1;
+    }
+    return show ? fc_memo_show(c) : 0;
 }
 
 /* User code just returned (a hook, a reductor, __setstate__, an
@@ -320,7 +330,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             res = k;                       /* deepcopy(k) is k: no round trip */
         }
         /* D_KEY: res is the copied key; its __hash__ may be user code */
-        int r = fc_key_quiet(res) ? 0 : fc_defer_flush(c);
+        int r = fc_key_quiet(res) ? 0 : fc_before_user_code(c, 0);
         if (r == 0) {
             r = PyDict_SetItem(y, res, f->u.dict.val);
         }
@@ -378,7 +388,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                     if (!(f->prefill && cv == v)) {
                         Py_INCREF(ck);
                         Py_INCREF(cv);
-                        int r = fc_key_quiet(ck) ? 0 : fc_defer_flush(c);
+                        int r = fc_key_quiet(ck) ? 0 : fc_before_user_code(c, 0);
                         if (r == 0) {
                             r = PyDict_SetItem(y, ck, cv);
                         }
@@ -510,7 +520,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             }
             /* a plan's object.__new__ and OrderedDict() run no user code */
             int user = r->ptype == NULL && r->func != (PyObject *)&PyODict_Type;
-            if (user && fc_defer_flush(c) < 0) {
+            if (user && fc_before_user_code(c, 0) < 0) {
                 return -1;
             }
             f->y = fc_call_reduce_func(st, r->func, r->newargs);
@@ -536,7 +546,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             /* a plain __dict__ update runs no user code; __setstate__ and
                slot setattr may */
             int user = !(no_setstate && PyDict_CheckExact(res));
-            int rc = user ? fc_defer_flush(c) : 0;
+            int rc = user ? fc_before_user_code(c, 0) : 0;
             if (rc == 0) {
                 rc = fc_apply_state(st, f->y, res, no_setstate);
             }
@@ -552,7 +562,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
         case R_LIST_START:
             if (r->listiter != NULL) {
-                if (fc_defer_flush(c) < 0) {
+                if (fc_before_user_code(c, 0) < 0) {
                     return -1;
                 }
                 Py_SETREF(r->listiter, PyObject_GetIter(r->listiter));
@@ -567,7 +577,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             break;
         case R_LIST_GOT: {
             int user = !PyList_CheckExact(f->y);
-            int rc = user ? fc_defer_flush(c) : 0;
+            int rc = user ? fc_before_user_code(c, 0) : 0;
             if (rc == 0) {
                 rc = fc_append(st, f->y, res);
             }
@@ -582,7 +592,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             break;
         }
         case R_LIST_NEXT: {
-            if (fc_defer_flush(c) < 0) {
+            if (fc_before_user_code(c, 0) < 0) {
                 return -1;
             }
             PyObject *item = PyIter_Next(r->listiter);
@@ -606,7 +616,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 goto done;
             }
             /* OrderedDict's own items iterator runs no user code */
-            if (r->func != (PyObject *)&PyODict_Type && fc_defer_flush(c) < 0) {
+            if (r->func != (PyObject *)&PyODict_Type && fc_before_user_code(c, 0) < 0) {
                 return -1;
             }
             Py_SETREF(r->dictiter, PyObject_GetIter(r->dictiter));
@@ -617,7 +627,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             f->phase = R_DICT_NEXT;
             break;
         case R_DICT_NEXT: {
-            if (r->func != (PyObject *)&PyODict_Type && fc_defer_flush(c) < 0) {
+            if (r->func != (PyObject *)&PyODict_Type && fc_before_user_code(c, 0) < 0) {
                 return -1;
             }
             PyObject *pair = PyIter_Next(r->dictiter);
@@ -652,7 +662,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             /* a key's __hash__/__eq__, a mapping's __setitem__ */
             int user = !(fc_key_quiet(r->key) && (PyDict_CheckExact(f->y)
                                                    || PyODict_CheckExact(f->y)));
-            int rc = user ? fc_defer_flush(c) : 0;
+            int rc = user ? fc_before_user_code(c, 0) : 0;
             if (rc == 0) {
                 rc = PyObject_SetItem(f->y, r->key, res);
             }
@@ -934,7 +944,7 @@ fc_deep_set(FcCtx *c, PyObject *x)
                 return NULL;
             }
             Py_DECREF(items);
-            if (!quiet && fc_defer_flush(c) < 0) {
+            if (!quiet && fc_before_user_code(c, 0) < 0) {
                 Py_DECREF(ylist);
                 return NULL;
             }
@@ -1098,7 +1108,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
 
     /* a copier, hook or reduce runs: results recorded so far must be
        complete (defer.c) */
-    if (fc_defer_flush(c) < 0) {
+    if (fc_before_user_code(c, 0) < 0) {
         return NULL;
     }
     if (!(gflags & FG_NO_DEEP_DISPATCH)
@@ -1106,7 +1116,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
-        if (fc_memo_show(c) < 0) {
+        if (fc_before_user_code(c, 1) < 0) {
             Py_DECREF(copier);
             return NULL;
         }
@@ -1124,7 +1134,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
-        if (fc_memo_show(c) < 0) {
+        if (fc_before_user_code(c, 1) < 0) {
             Py_DECREF(copier);
             return NULL;
         }
@@ -1144,7 +1154,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         return Py_NewRef(x);
     }
     if (!fc_rv_native(rv)) {
-        if (fc_memo_show(c) < 0) {
+        if (fc_before_user_code(c, 1) < 0) {
             Py_DECREF(rv);
             return NULL;
         }
@@ -1281,20 +1291,198 @@ fc_enter_dispatch(FcCtx *c, PyObject *x)
 }
 
 /* fc_enter_dispatch, for x of kind k. */
+/* An exact list, _deepcopy_list still the stdlib's: allocated for the
+   whole list; while the memo is native no Python code runs in the first
+   loop, and the list's size always counts the filled items only, so it is
+   a valid list at every point.  All atomic: the copy is done.
+   new ref | FC_PUSHED | NULL+exc */
+FC_INLINE PyObject *
+fc_enter_list(FcCtx *c, PyObject *x)
+{
+    FcFrame *f;
+    PyObject *y;
+    Py_ssize_t i = 0, cap = PyList_GET_SIZE(x), n;
+    y = PyList_New(cap);
+    if (y == NULL) {
+        return NULL;
+    }
+    /* PyList_New can collect garbage (3.10/3.11) and a finalizer
+       can shrink or grow x: read its size again, after it */
+    n = PyList_GET_SIZE(x) < cap ? PyList_GET_SIZE(x) : cap;
+    if (c->mode == FC_MEMO_NATIVE) {
+        for (; i < n; i++) {
+            PyObject *item = PyList_GET_ITEM(x, i);
+            if (!fc_deep_atomic(c, item)) {
+                break;
+            }
+            PyList_SET_ITEM(y, i, Py_NewRef(item));
+        }
+    }
+    Py_SET_SIZE(y, i);
+    if (fc_untrack(c, y) < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    if (i == PyList_GET_SIZE(x) && c->mode == FC_MEMO_NATIVE) {
+        if (fc_memo_finish(c, x, y) < 0) {
+            Py_DECREF(y);
+            return NULL;
+        }
+        return y;
+    }
+    if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_LIST, x, y)) == NULL) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    Py_DECREF(y);
+    f->u.list.i = i;
+    return FC_PUSHED;
+}
+
+/* An exact tuple, _deepcopy_tuple still the stdlib's.  With a native memo,
+   every item atomic or already copied means no child is copied, so nothing
+   can memoize x meanwhile: the tuple is done here.
+   new ref | FC_PUSHED | NULL+exc */
+FC_INLINE PyObject *
+fc_enter_tuple(FcCtx *c, PyObject *x)
+{
+    PyObject *y;
+    if (c->mode == FC_MEMO_NATIVE) {
+        /* every item atomic or already copied: no child is copied,
+           so nothing can memoize x meanwhile -- the tuple is done */
+        Py_ssize_t i, n = PyTuple_GET_SIZE(x);
+        PyObject *seen[8];     /* small tuples: each item looked up once */
+        int same = 1;
+        for (i = 0; i < n; i++) {
+            PyObject *item = PyTuple_GET_ITEM(x, i), *v = item;
+            if (!fc_deep_atomic(c, item)) {
+                v = fc_memo_get(&c->native, item);
+                if (v == NULL) {
+                    break;
+                }
+                same &= v == item;
+            }
+            if (i < 8) {
+                seen[i] = v;
+            }
+        }
+        if (i == n) {
+            if (same) {
+                return Py_NewRef(x);
+            }
+            y = PyTuple_New(n);
+            if (y == NULL) {
+                return NULL;
+            }
+            for (i = 0; i < n; i++) {
+                PyObject *item = PyTuple_GET_ITEM(x, i);
+                PyObject *v = i < 8 ? seen[i]
+                              : fc_deep_atomic(c, item) ? item
+                              : fc_memo_get(&c->native, item);
+                PyTuple_SET_ITEM(y, i, Py_NewRef(v));
+            }
+            if (fc_untrack(c, y) < 0 || fc_memo_finish(c, x, y) < 0) {
+                Py_DECREF(y);
+                return NULL;
+            }
+            return y;
+        }
+    }
+    return fc_push(c, FR_TUPLE, x, NULL) ? FC_PUSHED : NULL;
+}
+
+/* FP_NAMEDTUPLE: the reduce value object.__reduce_ex__(4) returns for a
+   namedtuple, built here, then reconstructed as usual.
+   FC_PUSHED | NULL+exc */
+static PyObject *
+fc_deep_namedtuple(FcCtx *c, PyObject *x)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    PyObject *args = PyTuple_New(n + 1);
+    if (args == NULL) {
+        return NULL;
+    }
+    PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)Py_TYPE(x)));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(args, i + 1, Py_NewRef(PyTuple_GET_ITEM(x, i)));
+    }
+    return fc_push_recon(c, x, Py_NewRef(c->st->copyreg_newobj), args,
+                         NULL, NULL, NULL, NULL);
+}
+
+/* FP_IDENTITY: enum.Enum.__deepcopy__, `return self` (no memo entry),
+   unless x shadows it in its own __dict__.
+   new ref | NULL+exc | NULL: the generic road */
+static PyObject *
+fc_deep_identity(FcCtx *c, PyObject *x)
+{
+    PyObject **dp = _PyObject_GetDictPtr(x);
+    if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp)) {
+        return Py_NewRef(x);
+    }
+    PyObject *d = Py_NewRef(*dp);   /* see fc_reduce */
+    int has = PyDict_Contains(d, c->st->s_deepcopy);
+    Py_DECREF(d);
+    return has == 0 ? Py_NewRef(x) : NULL;
+}
+
+/* An instance of a type that is not an exact builtin: the road its plan
+   names.  *gflags: the plan's FG_* for the generic road.
+   new ref | FC_PUSHED | NULL+exc | NULL: the generic road */
+static PyObject *
+fc_enter_planned(FcCtx *c, PyObject *x, int *gflags)
+{
+    FcPlan tmp, *p = fc_plan_get(c->st, Py_TYPE(x), &tmp);
+    if (p == NULL) {
+        return NULL;
+    }
+    *gflags = p->gflags;
+    PyObject *res;
+    switch (p->deep) {
+    case FP_PLAIN:
+        res = fc_deep_plain(c, x, p);
+        break;
+    case FP_BUFFER:
+        res = fc_buffer_deep(c, x, p->buffer);
+        break;
+    case FP_ODICT:
+        res = fc_deep_odict(c, x);
+        break;
+    case FP_VALUE:
+        res = fc_deep_value(c, x, p->value);
+        break;
+    case FP_NAMEDTUPLE:
+        res = fc_deep_namedtuple(c, x);
+        break;
+    case FP_IDENTITY:
+        res = fc_deep_identity(c, x);
+        break;
+    default:
+        res = NULL;
+        break;
+    }
+    if (p == &tmp) {
+        Py_CLEAR(tmp.slotnames);
+    }
+    return res;
+}
+
+/* deepcopy(x)'s steps after the memo lookup: atomic kinds, share=, the
+   builtin containers whose stdlib copier is still the original, a plan's
+   road, and the stdlib's generic road for the rest.
+   new ref | FC_PUSHED | NULL+exc */
 static PyObject *
 fc_dispatch(FcCtx *c, PyObject *x, int k)
 {
     FcState *st = c->st;
     PyTypeObject *tp = Py_TYPE(x);
     uint32_t bit = FK_BIT(k) & st->deep_ok;
-    PyObject *y;
-    int r;
 
     if (bit & FC_DEEP_ATOMIC) {
         return Py_NewRef(x);
     }
     if (c->share != NULL) {
-        r = fc_share_match(c, x);
+        int r = fc_share_match(c, x);
         if (r != 0) {
             return r > 0 ? Py_NewRef(x) : NULL;
         }
@@ -1313,50 +1501,9 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         }
     }
     if (bit) {
-        FcFrame *f;
         switch (k) {
-        case FK_LIST: {
-            /* Allocate for the whole list; while the memo is native no
-               Python code runs in this loop, and the list's size always
-               counts the filled items only, so it is a valid list at every
-               point.  All atomic: the copy is done. */
-            Py_ssize_t i = 0, cap = PyList_GET_SIZE(x), n;
-            y = PyList_New(cap);
-            if (y == NULL) {
-                return NULL;
-            }
-            /* PyList_New can collect garbage (3.10/3.11) and a finalizer
-               can shrink or grow x: read its size again, after it */
-            n = PyList_GET_SIZE(x) < cap ? PyList_GET_SIZE(x) : cap;
-            if (c->mode == FC_MEMO_NATIVE) {
-                for (; i < n; i++) {
-                    PyObject *item = PyList_GET_ITEM(x, i);
-                    if (!fc_deep_atomic(c, item)) {
-                        break;
-                    }
-                    PyList_SET_ITEM(y, i, Py_NewRef(item));
-                }
-            }
-            Py_SET_SIZE(y, i);
-            if (fc_untrack(c, y) < 0) {
-                Py_DECREF(y);
-                return NULL;
-            }
-            if (i == PyList_GET_SIZE(x) && c->mode == FC_MEMO_NATIVE) {
-                if (fc_memo_finish(c, x, y) < 0) {
-                    Py_DECREF(y);
-                    return NULL;
-                }
-                return y;
-            }
-            if (fc_memo_store(c, x, y) < 0 || (f = fc_push(c, FR_LIST, x, y)) == NULL) {
-                Py_DECREF(y);
-                return NULL;
-            }
-            Py_DECREF(y);
-            f->u.list.i = i;
-            return FC_PUSHED;
-        }
+        case FK_LIST:
+            return fc_enter_list(c, x);
         case FK_DICT:
 #if FC_HAVE_DICT_VERSION
             if (c->mode == FC_MEMO_NATIVE) {
@@ -1365,48 +1512,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
 #endif
             return fc_push_dict(c, x, _PyDict_NewPresized(PyDict_GET_SIZE(x)), 0, 0);
         case FK_TUPLE:
-            if (c->mode == FC_MEMO_NATIVE) {
-                /* every item atomic or already copied: no child is copied,
-                   so nothing can memoize x meanwhile -- the tuple is done */
-                Py_ssize_t i, n = PyTuple_GET_SIZE(x);
-                PyObject *seen[8];     /* small tuples: each item looked up once */
-                int same = 1;
-                for (i = 0; i < n; i++) {
-                    PyObject *item = PyTuple_GET_ITEM(x, i), *v = item;
-                    if (!fc_deep_atomic(c, item)) {
-                        v = fc_memo_get(&c->native, item);
-                        if (v == NULL) {
-                            break;
-                        }
-                        same &= v == item;
-                    }
-                    if (i < 8) {
-                        seen[i] = v;
-                    }
-                }
-                if (i == n) {
-                    if (same) {
-                        return Py_NewRef(x);
-                    }
-                    y = PyTuple_New(n);
-                    if (y == NULL) {
-                        return NULL;
-                    }
-                    for (i = 0; i < n; i++) {
-                        PyObject *item = PyTuple_GET_ITEM(x, i);
-                        PyObject *v = i < 8 ? seen[i]
-                                      : fc_deep_atomic(c, item) ? item
-                                      : fc_memo_get(&c->native, item);
-                        PyTuple_SET_ITEM(y, i, Py_NewRef(v));
-                    }
-                    if (fc_untrack(c, y) < 0 || fc_memo_finish(c, x, y) < 0) {
-                        Py_DECREF(y);
-                        return NULL;
-                    }
-                    return y;
-                }
-            }
-            return fc_push(c, FR_TUPLE, x, NULL) ? FC_PUSHED : NULL;
+            return fc_enter_tuple(c, x);
         case FK_METHOD:
             return fc_push(c, FR_METHOD, x, NULL) ? FC_PUSHED : NULL;
         case FK_SET:
@@ -1416,66 +1522,12 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
             }
             break;
         default:
-            if (bit & FC_DEEP_ATOMIC) {
-                return Py_NewRef(x);
-            }
             break;
         }
     }
     int gflags = 0;
     if (k == FK_OTHER && !PyType_Check(x)) {
-        FcPlan tmp, *p = fc_plan_get(st, tp, &tmp);
-        if (p == NULL) {
-            return NULL;
-        }
-        gflags = p->gflags;
-        PyObject *res = NULL;
-        if (p->deep == FP_PLAIN) {
-            res = fc_deep_plain(c, x, p);
-        }
-        else if (p->deep == FP_BUFFER) {
-            res = fc_buffer_deep(c, x, p->buffer);
-        }
-        else if (p->deep == FP_ODICT) {
-            res = fc_deep_odict(c, x);
-        }
-        else if (p->deep == FP_VALUE) {
-            res = fc_deep_value(c, x, p->value);
-        }
-        else if (p->deep == FP_NAMEDTUPLE) {
-            /* the reduce value object.__reduce_ex__(4) returns, built here */
-            Py_ssize_t n = PyTuple_GET_SIZE(x);
-            PyObject *args = PyTuple_New(n + 1);
-            if (args != NULL) {
-                PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)tp));
-                for (Py_ssize_t i = 0; i < n; i++) {
-                    PyTuple_SET_ITEM(args, i + 1, Py_NewRef(PyTuple_GET_ITEM(x, i)));
-                }
-                res = fc_push_recon(c, x, Py_NewRef(st->copyreg_newobj), args,
-                                    NULL, NULL, NULL, NULL);
-            }
-        }
-        else if (p->deep == FP_IDENTITY) {
-            /* enum.Enum.__deepcopy__: return self (no memo entry) */
-            PyObject **dp = _PyObject_GetDictPtr(x);
-            if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp)) {
-                res = Py_NewRef(x);
-            }
-            else {
-                PyObject *d = Py_NewRef(*dp);   /* see fc_reduce */
-                int has = PyDict_Contains(d, st->s_deepcopy);
-                Py_DECREF(d);
-                if (has < 0) {
-                    res = NULL;
-                }
-                else if (!has) {
-                    res = Py_NewRef(x);
-                }
-            }
-        }
-        if (p == &tmp) {
-            Py_CLEAR(tmp.slotnames);
-        }
+        PyObject *res = fc_enter_planned(c, x, &gflags);
         if (res != NULL || PyErr_Occurred()) {
             return res;
         }

@@ -25,6 +25,15 @@ FC_INTERNAL_INLINE void fc_ctx_fini(FcCtx *c);
 /* Is x copied as itself by deepcopy, with no memo involved?  (native
    memo only)  1 | 0 */
 FC_INTERNAL_INLINE int fc_deep_atomic(FcCtx *c, PyObject *x);
+/* About to run code that is not fastcopy's or the interpreter's own -- a
+   hook, a reductor, __setstate__, a key's __hash__/__eq__, an iterator, a
+   share= predicate, an object's own __deepcopy__: every call into Python
+   of a copy goes through here first.  The byte copies recorded so far run
+   (defer.c: a hook could read a result or write a source), the cached
+   torch mode check is forgotten, and when the code is handed the memo
+   (show), the memo becomes the stdlib's dict of this moment (memo.c; pair
+   with fc_memo_hide after the call).  0 | -1+exc */
+FC_INTERNAL_INLINE int fc_before_user_code(FcCtx *c, int show);
 /* Before the memo is shown to Python code: every half-built dict made
    exactly the stdlib's (prefilled frames demoted).  0 | -1+exc */
 FC_INTERNAL int fc_demote_all(FcCtx *c);

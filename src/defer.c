@@ -44,6 +44,8 @@
  */
 #include "fastcopy.h"
 #include "defer.h"
+#include "cuda.h"
+#include "state.h"
 #include "torch.h"
 
 #include <pthread.h>
@@ -241,35 +243,6 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
 /* CUDA: fastcopy._cuda's C API                                        */
 /* ------------------------------------------------------------------ */
 
-/* The C API of fastcopy._cuda, imported at the first CUDA copy; the module
-   stays referenced by the state so the API's context stays alive.
-   the API | NULL+exc */
-FC_INTERNAL const FcCudaCAPI *
-fc_cuda_api(FcState *st)
-{
-    if (st->cuda_api != NULL) {
-        return st->cuda_api;
-    }
-    PyObject *mod = PyImport_ImportModule("fastcopy._cuda");
-    if (mod == NULL) {
-        return NULL;
-    }
-    const FcCudaCAPI *api = PyCapsule_Import(FC_CUDA_CAPI_NAME, 0);
-    if (api == NULL) {
-        Py_DECREF(mod);
-        return NULL;
-    }
-    if (api->version != FC_CUDA_CAPI_VERSION) {
-        Py_DECREF(mod);
-        PyErr_Format(PyExc_ImportError, "fastcopy._cuda C API version %d, expected %d",
-                     api->version, FC_CUDA_CAPI_VERSION);
-        return NULL;
-    }
-    Py_XSETREF(st->cuda_mod, mod);
-    st->cuda_api = api;
-    return api;
-}
-
 /* Submit ops[i] for every i in idx[0..n) (all on one device and stream).
    0 | -1+exc */
 static int
@@ -317,8 +290,8 @@ fc_defer_cuda(FcState *st, const FcCopyOp *ops, const Py_ssize_t *idx, Py_ssize_
         PyErr_Format(PyExc_RuntimeError, "fastcopy: CUDA copies failed: %s", err);
         goto done;
     }
-    st->cuda_batches++;
-    st->cuda_last_path = path;
+    st->test.cuda_batches++;
+    st->test.cuda_last_path = path;
     rc = 0;
 done:
     PyMem_Free(dsts);
@@ -338,10 +311,10 @@ done:
 static int
 fc_defer_threads(FcState *st, size_t total)
 {
-    if (total < 2 * FC_DEFER_PER_THREAD || st->torch_num_threads == NULL) {
+    if (total < 2 * FC_DEFER_PER_THREAD || st->torch.num_threads == NULL) {
         return 1;
     }
-    PyObject *v = PyObject_CallNoArgs(st->torch_num_threads);
+    PyObject *v = PyObject_CallNoArgs(st->torch.num_threads);
     long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 1;
     if (v == NULL || (n == -1 && PyErr_Occurred())) {
         PyErr_Clear();      /* a thread count is advice: copy on one */
@@ -430,7 +403,7 @@ fc_defer_run(FcCtx *c)
        first CUDA copy, torch is asked for its thread count), then the
        addresses, then the copies */
     PyObject *et = NULL, *ev = NULL, *tb = NULL;
-    if (ncpu < n && (fc_cuda_api(st) == NULL || st->cuda_api->ready(st->cuda_api->ctx) < 0)) {
+    if (ncpu < n && (fc_cuda_api(st) == NULL || st->cuda.api->ready(st->cuda.api->ctx) < 0)) {
         /* the host copies still run (the caller's memo may hold them) */
         PyErr_Fetch(&et, &ev, &tb);
     }
@@ -459,7 +432,7 @@ fc_defer_run(FcCtx *c)
         }
     }
     fc_defer_host(cpu, ncpu, total, nthreads);
-    st->defer_flushes++;
+    st->test.defer_flushes++;
     if (et != NULL) {
         PyErr_Restore(et, ev, tb);
         et = NULL;
@@ -544,7 +517,7 @@ fc_defer_end(FcCtx *c, PyObject *y)
 FC_INTERNAL_INLINE int
 fc_defer_queued(FcState *st, size_t n, int dev)
 {
-    return st->torch_defer && n > 0 && (dev >= 0 || n >= FC_NOGIL_MIN);
+    return st->torch.defer && n > 0 && (dev >= 0 || n >= FC_NOGIL_MIN);
 }
 
 /* Copy n bytes from src to dst on device dev (-1: host) and stream.

@@ -8,6 +8,7 @@
 
 #include "fastcopy.h"
 
+
 /* below this many bytes, dropping and retaking the GIL costs more than it frees */
 #define FC_NOGIL_MIN ((size_t)1 << 16)
 /* most threads fc_par_copy starts for one copy */
@@ -35,8 +36,4 @@ FC_INTERNAL void fc_defer_release(FcCtx *c);
    included).  Call without the GIL. */
 FC_INTERNAL void fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total,
                              int nthreads, int populate);
-/* fastcopy._cuda's C API, imported at the first CUDA copy.
-   the API | NULL+exc */
-FC_INTERNAL const FcCudaCAPI *fc_cuda_api(FcState *st);
-
 #endif /* FASTCOPY_DEFER_H */

@@ -404,6 +404,9 @@ typedef struct {
 /* Module state                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Module state: src/state.h (each part of it is owned by one file). */
+typedef struct FcState FcState;
+
 /* Heap buffers a finished call leaves to the next one (memo.c). */
 enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPARE__COUNT };
 typedef struct {
@@ -411,126 +414,6 @@ typedef struct {
     size_t size[FC_SPARE__COUNT];  /* their sizes in bytes */
 } FcSpare;
 
-typedef struct {
-    /* the stdlib pieces we follow (refreshed when the copy module or its
-       dispatch tables change) */
-    PyObject *copy_module;
-    PyObject *copy_globals;        /* copy.__dict__ */
-    PyObject *error;               /* copy.Error */
-    PyObject *deep_dispatch;       /* copy._deepcopy_dispatch */
-    PyObject *copy_dispatch;       /* copy._copy_dispatch */
-    PyObject *dispatch_table;      /* copy.dispatch_table (copyreg's) */
-    PyObject *reconstruct;         /* copy._reconstruct */
-    PyObject *reconstruct_helper;  /* f(r, x, memo, rv, dc): r(x, memo, *rv, deepcopy=dc) */
-    PyObject *copyreg_globals;     /* copyreg.__dict__, watched */
-    PyObject *copyreg_dispatch;    /* copyreg.dispatch_table, watched */
-    /* the stdlib's original dispatch functions, captured at import */
-    PyObject *orig_deep[FK__COUNT];
-    PyObject *orig_copy[FK__COUNT];
-    PyObject *copyreg_slotnames;   /* copyreg._slotnames */
-    PyObject *copyreg_newobj;      /* copyreg.__newobj__ */
-    int plain_ok;                  /* copyreg's helpers are the originals */
-
-    /* object's own descriptors, to recognise default hooks */
-    PyObject *obj_reduce_ex, *obj_reduce, *obj_getstate, *obj_new;
-    getter dict_getter;            /* the getter of a plain class's __dict__ */
-    PyObject *enum_deepcopy;       /* enum.Enum.__deepcopy__ or NULL */
-    int enum_checked;
-    PyObject *nt_getnewargs_code;  /* collections.namedtuple's __getnewargs__ code */
-    int nt_checked;
-
-    /* value types (plan.c, deepcopy.c "Value types") */
-    uint32_t set_ok;               /* FK_SET/FK_FROZENSET bits: their reduce
-                                      value is known (fc_refresh) */
-    const PyDateTime_CAPI *dt_api; /* datetime's C API once a datetime is met */
-    int dt_checked;
-    PyObject *frac_deepcopy;       /* fractions.Fraction.__deepcopy__, verified */
-    uint64_t frac_ver[2];          /* its globals' and builtins' version tags
-                                      when its names were last checked */
-
-    PyTypeObject *method_type;     /* types.MethodType */
-    PyTypeObject *code_type;
-
-    /* which builtin kinds still have the stdlib's original entry */
-    uint32_t deep_ok, copy_ok;
-    uint64_t gen;                  /* bumped when the watched dicts change */
-    uint64_t seen_gen;             /* gen the caches were computed for */
-#if FC_PY312_PLUS
-    int watcher_id;                /* -1 if none could be had */
-#else
-    uint64_t ver[5];               /* ma_version_tag of the watched dicts */
-#endif
-    int always_refresh;            /* no watcher: re-check every call */
-
-    /* interned names */
-    PyObject *s_deepcopy, *s_copy, *s_reduce_ex, *s_reduce, *s_getstate,
-             *s_setstate, *s_dict, *s_update, *s_append, *s_items, *s_get,
-             *s_new, *s_getnewargs, *s_getnewargs_ex, *s_slotnames,
-             *s_func, *s_self, *s_deepcopy_kw, *s_replace,
-             *s_getinitargs, *s_fraction, *s_type;
-
-    PyObject *empty_tuple;
-    PyObject *nil;                 /* memo.get default, like copy's _nil */
-    PyObject *py_deepcopy;         /* our deepcopy function object */
-
-    PyObject *cowdict_type;        /* set by cowdict.c */
-
-    /* numpy (numpy.c): found through sys.modules when first met */
-    PyObject *np_ndarray;          /* numpy.ndarray, strong, or NULL */
-    int np_checked;                /* the pool's handler is set in np_handler's
-                                      context (numpy.c) */
-    int np_api;                    /* C API: 0 not yet, 1 loaded, -1 unusable */
-    int np_threads;                /* threads copying one big array */
-    Py_ssize_t np_par_min;         /* bytes from which copies are threaded */
-    int np_pool;                   /* copies' data from pool.c */
-    Py_ssize_t np_pool_min;        /* bytes from which copies are pooled */
-    PyObject *np_handler;          /* the pool's private context (set up once:
-                                      numpy.c), or NULL */
-    /* torch (torch.c): found through sys.modules when first met */
-    PyObject *torch_tensor;        /* torch.Tensor, strong, or NULL */
-    PyObject *torch_parameter;     /* torch.nn.Parameter, strong, or NULL */
-    int torch_checked;             /* 0 not yet, 1 ready, -1 never */
-    PyObject *torch_ustorage;      /* torch.UntypedStorage */
-    PyObject *torch_tstorage;      /* torch.TypedStorage */
-    PyObject *torch_names;         /* tuple of interned names (torch.c TN_*) */
-    PyObject *torch_attr_names;    /* tuple: names of the captured attributes */
-    PyObject *torch_attrs;         /* tuple: the attributes seen at first use */
-    PyObject *torch_probes;        /* tuple: torch._C mode probes */
-    PyObject *torch_strided;       /* torch.strided */
-    PyObject *torch_preserve;      /* torch.preserve_format */
-    PyObject *torch_copy_deepcopy; /* copy.deepcopy as torch first saw it */
-    PyObject *torch_tensor_globals;   /* torch._tensor.__dict__ */
-    PyObject *torch_storage_globals;  /* torch.storage.__dict__ */
-    PyObject *torch_make_subclass; /* torch.Tensor._make_subclass */
-    PyObject *torch_empty_like;    /* torch.empty_like */
-    unsigned int torch_us_tag;     /* UntypedStorage's tag when verified */
-    unsigned int torch_ts_tag;     /* TypedStorage's tag when verified */
-    PyObject *torch_incr_version;  /* torch._C._increment_version */
-    int torch_param_swap;          /* a fresh Tensor may become a Parameter
-                                      through object.__class__ (torch.c) */
-    int torch_defer;               /* record byte copies until a flush (defer.c) */
-    int torch_cuda;                /* copy plain CUDA tensors natively */
-    PyObject *torch_cuda_stream;   /* torch._C._cuda_getCurrentRawStream or NULL */
-    PyObject *torch_num_threads;   /* torch.get_num_threads or NULL */
-    PyObject *torch_real_dtype;    /* the last float/int/bool torch.dtype seen */
-    PyObject *torch_int_dtypes;    /* tuple: torch's integer and bool dtypes */
-    int torch_fake_device;         /* tests: CPU copies go to this CUDA device (-1 off) */
-    uintptr_t torch_fake_stream;   /* tests: ... on this stream */
-    PyObject *cuda_mod;            /* fastcopy._cuda once its C API is used */
-    const FcCudaCAPI *cuda_api;
-    Py_ssize_t defer_flushes;      /* counters for tests (sysinfo) */
-    Py_ssize_t cuda_batches;
-    const char *cuda_last_path;    /* path of the last batch (fastcopy._cuda's static string) */
-
-    FcPlan plans[FC_PLAN_SLOTS];
-    FcSpare spare;                 /* the last call's heap buffers (memo.c) */
-    struct FcCtx *shown;           /* calls whose memo a hook sees right now,
-                                      innermost first (memo.c; GIL builds) */
-    Py_ssize_t memo_shown, memo_borrowed, memo_to_dict;   /* counts, for
-                                      _sysinfo(): how often a memo was shown
-                                      to a hook, lent to a nested call, and
-                                      turned into the dict for good */
-} FcState;
 
 /* ------------------------------------------------------------------ */
 /* Native memo                                                         */

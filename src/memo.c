@@ -43,6 +43,7 @@
 #include "memo.h"
 #include "deepcopy.h"
 #include "defer.h"
+#include "state.h"
 
 /* ------------------------------------------------------------------ */
 /* Spare buffers                                                       */
@@ -613,7 +614,7 @@ fc_memo_to_dict(FcCtx *c)
     c->mode = FC_MEMO_DICT;
     fc_memo_clear(m);
     m->dict_truth = 1;
-    c->st->memo_to_dict++;
+    c->st->test.memo_to_dict++;
 }
 
 /* About to hand c->memo to a hook: make it the stdlib's dict of this
@@ -632,7 +633,7 @@ fc_memo_show(FcCtx *c)
     FcMemo *m = &c->native;
     c->memo = Py_NewRef(m->mirror);
     Py_CLEAR(c->memo_id);
-    c->st->memo_shown++;
+    c->st->test.memo_shown++;
 #if defined(Py_GIL_DISABLED) || !FC_HAVE_DICT_VERSION
     /* no refcount argument, or no version tag to see a hook's writes by:
        the dict is the memo from now on */
@@ -749,7 +750,7 @@ fc_memo_take(FcCtx *c, FcCtx *lender)
     fc_memo_move(&c->native, &lender->native);
     lender->lent = 1;
     c->lender = lender;
-    c->st->memo_borrowed++;
+    c->st->test.memo_borrowed++;
 }
 
 /* The nested call on a borrowed table ends: the hook that called it goes on

@@ -9,10 +9,14 @@
 #include "select.h"
 #include "plan.h"
 #include "memo.h"
-#include "numpy.h"
 #include "cowdict.h"
+#include "buffers.h"
+#include "settings.h"
+#include "testing.h"
+#include "state.h"
 
-/* Every object field of FcState, for traverse and clear. */
+/* Every object field of FcState's core, for traverse and clear (the
+   backends' parts are theirs: buffers.h). */
 #define FC_STATE_OBJECTS(X) \
     X(copy_module) X(copy_globals) X(error) X(deep_dispatch) X(copy_dispatch) \
     X(dispatch_table) X(reconstruct) X(reconstruct_helper) X(copyreg_globals) \
@@ -23,12 +27,7 @@
     X(s_setstate) X(s_dict) X(s_update) X(s_append) X(s_items) X(s_get) \
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
-    X(py_deepcopy) X(cowdict_type) X(np_ndarray) X(np_handler) X(torch_tensor) \
-    X(torch_parameter) X(torch_ustorage) X(torch_tstorage) X(torch_names) \
-    X(torch_attr_names) X(torch_attrs) X(torch_probes) X(torch_strided) \
-    X(torch_preserve) X(torch_copy_deepcopy) X(torch_tensor_globals) \
-    X(torch_storage_globals) X(torch_make_subclass) \
-    X(torch_empty_like) X(torch_incr_version) X(torch_cuda_stream) X(torch_num_threads) X(torch_real_dtype) X(torch_int_dtypes) X(cuda_mod) \
+    X(py_deepcopy) X(cowdict_type) \
     X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type)
 
 FC_INLINE FcState *
@@ -443,9 +442,9 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "watcher", watcher,
                          "always_refresh", st->always_refresh,
                          "gc_grace", FC_GC_GRACE,
-                         "memo_shown", st->memo_shown,
-                         "memo_borrowed", st->memo_borrowed,
-                         "memo_to_dict", st->memo_to_dict);
+                         "memo_shown", st->test.memo_shown,
+                         "memo_borrowed", st->test.memo_borrowed,
+                         "memo_to_dict", st->test.memo_to_dict);
 }
 
 static PyMethodDef fc_methods[] = {
@@ -657,8 +656,13 @@ fc_exec(PyObject *module)
 #if FC_PY312_PLUS
     st->seen_gen = 0;
 #endif
-    if (fc_np_exec(module, st) < 0) {
+    if (fc_settings_exec(module, st) < 0 || fc_testing_exec(module, st) < 0) {
         goto error;
+    }
+    for (int i = 0; i < fc_nbackends; i++) {
+        if (fc_backends[i]->exec != NULL && fc_backends[i]->exec(module, st) < 0) {
+            goto error;
+        }
     }
     if (fc_cowdict_exec(module, st) < 0) {
         goto error;
@@ -690,6 +694,12 @@ fc_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(st->plans[i].type);
         Py_VISIT(st->plans[i].slotnames);
     }
+    for (int i = 0; i < fc_nbackends; i++) {
+        int r = fc_backends[i]->traverse ? fc_backends[i]->traverse(st, visit, arg) : 0;
+        if (r != 0) {
+            return r;
+        }
+    }
     return 0;
 }
 
@@ -710,6 +720,11 @@ fc_clear(PyObject *module)
     }
     fc_plans_clear(st);
     fc_spare_free(&st->spare);
+    for (int i = 0; i < fc_nbackends; i++) {
+        if (fc_backends[i]->clear != NULL) {
+            fc_backends[i]->clear(st);
+        }
+    }
     return 0;
 }
 

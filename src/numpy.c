@@ -1,5 +1,5 @@
 /*
- * numpy.c: numpy arrays.  Kinds FB_NP_FIRST..FB_NP_LAST (buffers.c).
+ * numpy.c: numpy arrays, the "numpy" buffer backend (buffers.c).
  *
  * What deepcopy(a, memo) does for an exact numpy.ndarray (numpy's
  * methods.c: array_deepcopy): PyArray_NewCopy(a, NPY_KEEPORDER); when the
@@ -26,9 +26,9 @@
  *     scalars are never ours: their own __deepcopy__ runs.
  * With numpy_pool on, the copy's data comes from pool.c through a NEP 49
  * PyDataMem_Handler.  numpy's handler is a context variable: it is set
- * once in a private context (st->np_handler, made empty when the module
+ * once in a private context (st->np.handler, made empty when the module
  * loads; the handler goes in at configure(numpy_pool=True), or at the
- * first pooled copy if numpy was not imported then; st->np_checked says it
+ * first pooled copy if numpy was not imported then; st->np.checked says it
  * is in), and that context is entered only around our own allocation
  * call: no other allocation ever sees the handler, and a pooled copy sets
  * no context variable -- nothing there can fail midway.  (Made at module
@@ -47,12 +47,13 @@
 #include "memo.h"
 #include "defer.h"
 #include "pool.h"
-#include "module.h"
+#include "settings.h"
+#include "state.h"
 
 #include <sched.h>
 #include <unistd.h>
 
-enum { FB_NP_ARRAY = FB_NP_FIRST };
+enum { FB_NP_ARRAY = 1 };   /* local kinds (buffers.h) */
 
 
 #define FC_NP_MAX_SLOTS 64          /* object slots per element we handle */
@@ -137,7 +138,7 @@ static PyDataMem_Handler fc_np_handler = {
 };
 
 /* numpy.ndarray from sys.modules (never imported here), cached.
-   0 (st->np_ndarray may still be NULL) | -1+exc */
+   0 (st->np.ndarray may still be NULL) | -1+exc */
 static int
 fc_np_find(FcState *st)
 {
@@ -161,7 +162,7 @@ fc_np_find(FcState *st)
         return 0;
     }
     if (r > 0 && PyType_Check(nd)) {
-        st->np_ndarray = nd;
+        st->np.ndarray = nd;
         return 0;
     }
     Py_XDECREF(nd);
@@ -173,17 +174,17 @@ fc_np_find(FcState *st)
 static int
 fc_np_api(FcState *st)
 {
-    if (FC_LIKELY(st->np_api != 0)) {
-        return st->np_api > 0;
+    if (FC_LIKELY(st->np.api != 0)) {
+        return st->np.api > 0;
     }
     if (PyArray_ImportNumPyAPI() < 0) {
         PyErr_Clear();
-        st->np_api = -1;
+        st->np.api = -1;
         return 0;
     }
     /* the numpy whose C API we got must be the one in sys.modules */
-    st->np_api = ((PyObject *)&PyArray_Type == st->np_ndarray) ? 1 : -1;
-    return st->np_api > 0;
+    st->np.api = ((PyObject *)&PyArray_Type == st->np.ndarray) ? 1 : -1;
+    return st->np.api > 0;
 }
 
 /* The private context in which numpy's handler is the pool's, the
@@ -192,8 +193,8 @@ fc_np_api(FcState *st)
 static PyObject *
 fc_np_pool_context(FcState *st)
 {
-    PyObject *ctx = st->np_handler, *cap = NULL, *old = NULL;
-    if (FC_LIKELY(st->np_checked) || ctx == NULL) {
+    PyObject *ctx = st->np.handler, *cap = NULL, *old = NULL;
+    if (FC_LIKELY(st->np.checked) || ctx == NULL) {
         if (ctx == NULL) {
             PyErr_SetString(PyExc_SystemError, "fastcopy: no pool context");
         }
@@ -216,12 +217,12 @@ fc_np_pool_context(FcState *st)
     else {
         PyErr_Restore(et, ev, tb);
     }
-    st->np_checked = old != NULL && exited == 0;
+    st->np.checked = old != NULL && exited == 0;
 done:
     Py_XDECREF(old);
     Py_XDECREF(cap);
     Py_DECREF(ctx);
-    return st->np_checked ? st->np_handler : NULL;
+    return st->np.checked ? st->np.handler : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -229,20 +230,20 @@ done:
 /* ------------------------------------------------------------------ */
 
 /* FB_* kind for tp, 0 when not numpy's.  kind | 0 | -1+exc */
-FC_INTERNAL int
+static int
 fc_np_kind(FcState *st, PyTypeObject *tp)
 {
-    if (st->np_ndarray == NULL) {
+    if (st->np.ndarray == NULL) {
         if (fc_np_find(st) < 0) {
             return -1;
         }
-        if (st->np_ndarray == NULL) {
+        if (st->np.ndarray == NULL) {
             return 0;
         }
     }
     /* (plan.c asks only for types without a copier registered in
        copy._deepcopy_dispatch, and recomputes plans when it changes) */
-    if ((PyObject *)tp != st->np_ndarray || !fc_np_api(st)) {
+    if ((PyObject *)tp != st->np.ndarray || !fc_np_api(st)) {
         return 0;
     }
     return FB_NP_ARRAY;
@@ -310,7 +311,7 @@ static PyObject *
 fc_np_copy_plain(FcState *st, PyArrayObject *a)
 {
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
-    int pooled = st->np_pool && nbytes >= st->np_pool_min;
+    int pooled = st->np.pool && nbytes >= st->np.pool_min;
     PyArray_Descr *d = PyArray_DESCR(a);
     /* a builtin, field-less dtype in one contiguous block: the bytes are
        all there is, and a memcpy skips NewCopy's dtype-transfer setup */
@@ -348,7 +349,7 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         memcpy(op.dst, op.src, op.n);
         return y;
     }
-    int nthreads = nbytes >= st->np_par_min ? st->np_threads : 1;
+    int nthreads = nbytes >= st->np.par_min ? st->np.threads : 1;
     Py_BEGIN_ALLOW_THREADS
     fc_par_copy(&op, 1, op.n, nthreads, 0);     /* defer.c; no populate: see there */
     Py_END_ALLOW_THREADS
@@ -432,7 +433,7 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
         return NULL;
     }
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
-    PyObject *y = fc_np_new_copy(st, a, st->np_pool && nbytes >= st->np_pool_min);
+    PyObject *y = fc_np_new_copy(st, a, st->np.pool && nbytes >= st->np.pool_min);
     if (y == NULL) {
         return NULL;
     }
@@ -491,12 +492,12 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
 }
 
 /* See buffers.c for the contract. */
-FC_INTERNAL PyObject *
+static PyObject *
 fc_np_deep(FcCtx *c, PyObject *x, int kind)
 {
     FcState *st = c->st;
-    if (kind != FB_NP_ARRAY || (PyObject *)Py_TYPE(x) != st->np_ndarray
-        || st->np_api <= 0) {
+    if (kind != FB_NP_ARRAY || (PyObject *)Py_TYPE(x) != st->np.ndarray
+        || st->np.api <= 0) {
         return NULL;
     }
     PyArrayObject *a = (PyArrayObject *)x;
@@ -515,7 +516,7 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
 static int
 fc_np_prepare_pool(FcState *st)
 {
-    if (st->np_ndarray == NULL || !fc_np_api(st)) {
+    if (st->np.ndarray == NULL || !fc_np_api(st)) {
         return 0;
     }
     return fc_np_pool_context(st) == NULL ? -1 : 0;
@@ -535,13 +536,13 @@ fc_np_prepare_pool(FcState *st)
     return 0;
 }
 
-FC_INTERNAL int
+static int
 fc_np_kind(FcState *st, PyTypeObject *tp)
 {
     return 0;
 }
 
-FC_INTERNAL PyObject *
+static PyObject *
 fc_np_deep(FcCtx *c, PyObject *x, int kind)
 {
     return NULL;
@@ -550,214 +551,76 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
 #endif  /* FC_HAVE_NUMPY */
 
 /* ------------------------------------------------------------------ */
-/* configure(), trim(), backends()                                      */
+/* The backend: settings, backends() entry, trim, state                */
 /* ------------------------------------------------------------------ */
 
-/* The current settings as configure() keywords.  new ref | NULL+exc */
-static PyObject *
-fc_np_settings(FcState *st)
-{
-    size_t cached, maxb, hits, misses;
-    fc_pool_stats(&cached, &maxb, &hits, &misses);
-    return Py_BuildValue("{s:i,s:n,s:O,s:n,s:O,s:O}",
-                         "numpy_threads", st->np_threads,
-                         "numpy_parallel_min_bytes", st->np_par_min,
-                         "numpy_pool", st->np_pool ? Py_True : Py_False,
-                         "numpy_pool_max_bytes", (Py_ssize_t)maxb,
-                         "torch_defer", st->torch_defer ? Py_True : Py_False,
-                         "torch_cuda", st->torch_cuda ? Py_True : Py_False);
-}
+static const FcSetting fc_np_settings[] = {
+    {"numpy_threads", FS_THREADS, offsetof(FcState, np.threads), 0,
+     "0: half the usable CPUs, 1 to 4",
+     "threads that copy one big contiguous array (0: the default); 1 turns "
+     "threading off."},
+    {"numpy_parallel_min_bytes", FS_BYTES, offsetof(FcState, np.par_min),
+     FC_NP_DEFAULT_PAR_MIN, "8 MiB",
+     "arrays of at least this many bytes are copied by numpy_threads threads."},
+    {"numpy_pool", FS_BOOL, offsetof(FcState, np.pool), 0, NULL,
+     "allocate the data of copied arrays of 1 MiB and more from a pool that "
+     "keeps freed blocks (already faulted pages) for the next copy.  Off by "
+     "default: it keeps memory.  Turning it off trims it."},
+    {"numpy_pool_max_bytes", FS_BYTES, offsetof(FcState, np.pool_max),
+     (Py_ssize_t)1 << 30, "1 GiB",
+     "how many bytes of free blocks the pool keeps."},
+};
 
-/* A non-negative int keyword.  0 | -1+exc */
+/* configure(numpy_pool=True): the pool's context, now rather than in a
+   copy, when numpy is imported already.  0 | -1+exc */
 static int
-fc_np_size_arg(const char *name, PyObject *v, Py_ssize_t *out)
+fc_np_check(FcState *st, const Py_ssize_t *given)
 {
-    if (!PyLong_Check(v) || PyBool_Check(v)) {
-        PyErr_Format(PyExc_TypeError, "configure(): %s must be an int, not %.200s",
-                     name, Py_TYPE(v)->tp_name);
-        return -1;
+    if (given[2] > 0) {
+        if (st->np.ndarray == NULL && fc_np_find(st) < 0) {
+            return -1;
+        }
+        return fc_np_prepare_pool(st);
     }
-    Py_ssize_t n = PyLong_AsSsize_t(v);
-    if (n == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (n < 0) {
-        PyErr_Format(PyExc_ValueError, "configure(): %s must be >= 0", name);
-        return -1;
-    }
-    *out = n;
     return 0;
 }
 
-PyDoc_STRVAR(fc_configure_doc,
-"configure(*, numpy_threads=None, numpy_parallel_min_bytes=None,\n"
-"          numpy_pool=None, numpy_pool_max_bytes=None, torch_defer=None,\n"
-"          torch_cuda=None)\n--\n\n"
-"Tune the buffer backends; arguments left as None keep their value.\n"
-"Returns the previous settings as a dict, so configure(**old) restores\n"
-"them.\n\n"
-"numpy_threads: threads that copy one big contiguous array (0: the\n"
-"    default, half the usable CPUs, 1 to 4); 1 turns threading off.\n"
-"numpy_parallel_min_bytes: arrays of at least this many bytes are copied\n"
-"    by numpy_threads threads.\n"
-"numpy_pool: allocate the data of copied arrays of 1 MiB and more from a\n"
-"    pool that keeps freed blocks (already faulted pages) for the next\n"
-"    copy.  Off by default: it keeps memory.  Turning it off trims it.\n"
-"numpy_pool_max_bytes: how many bytes of free blocks the pool keeps.\n"
-"torch_defer: record the byte copies of torch tensors and run them\n"
-"    together, before any user code and at the end of the call (on by\n"
-"    default).  Host copies adding up to 1 MiB run on\n"
-"    torch.get_num_threads() threads with the GIL released, as torch's\n"
-"    own copy_ would.\n"
-"torch_cuda: copy plain CUDA tensors natively, their bytes in one batch\n"
-"    per device on torch's current stream (off by default: see\n"
-"    docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.");
-
-static PyObject *
-fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
-                PyObject *kwnames)
+static int
+fc_np_apply(FcState *st)
 {
-    FcState *st = (FcState *)PyModule_GetState(module);
-    static const char *const names[] = {"numpy_threads", "numpy_parallel_min_bytes",
-                                        "numpy_pool", "numpy_pool_max_bytes",
-                                        "torch_defer", "torch_cuda"};
-    PyObject *o[6];
-    if (fc_parse("configure", args, nargs, kwnames, names, 6, 0, 0, o) < 0) {
-        return NULL;
+    if (st->np.threads == 0) {
+        st->np.threads = fc_np_default_threads();
     }
-    Py_ssize_t threads = -1, par_min = -1, pool_max = -1;
-    int pool = -1, defer = -1, cuda = -1;
-    if (o[0] != NULL && o[0] != Py_None) {
-        if (fc_np_size_arg("numpy_threads", o[0], &threads) < 0) {
-            return NULL;
-        }
-        if (threads > FC_PAR_MAX_THREADS) {
-            threads = FC_PAR_MAX_THREADS;
-        }
-    }
-    if (o[1] != NULL && o[1] != Py_None
-        && fc_np_size_arg("numpy_parallel_min_bytes", o[1], &par_min) < 0) {
-        return NULL;
-    }
-    if (o[2] != NULL && o[2] != Py_None && (pool = PyObject_IsTrue(o[2])) < 0) {
-        return NULL;
-    }
-    if (o[3] != NULL && o[3] != Py_None
-        && fc_np_size_arg("numpy_pool_max_bytes", o[3], &pool_max) < 0) {
-        return NULL;
-    }
-    if ((o[4] != NULL && o[4] != Py_None && (defer = PyObject_IsTrue(o[4])) < 0)
-        || (o[5] != NULL && o[5] != Py_None && (cuda = PyObject_IsTrue(o[5])) < 0)) {
-        return NULL;
-    }
-    PyObject *old = fc_np_settings(st);
-    if (old == NULL) {
-        return NULL;
-    }
-    if (threads >= 0) {
-        st->np_threads = threads == 0 ? fc_np_default_threads() : (int)threads;
-    }
-    if (par_min >= 0) {
-        st->np_par_min = par_min;
-    }
-    if (defer >= 0) {
-        st->torch_defer = defer;
-    }
-    if (cuda >= 0) {
-        st->torch_cuda = cuda;
-    }
-    if (pool >= 0 || pool_max >= 0) {
-        size_t cached, maxb, hits, misses;
-        fc_pool_stats(&cached, &maxb, &hits, &misses);
-        if (pool > 0) {
-            /* the pool's context, now rather than in a copy, when numpy
-               is imported already */
-            if (st->np_ndarray == NULL && fc_np_find(st) < 0) {
-                Py_DECREF(old);
-                return NULL;
-            }
-            if (fc_np_prepare_pool(st) < 0) {
-                Py_DECREF(old);
-                return NULL;
-            }
-        }
-        if (pool >= 0) {
-            st->np_pool = pool;
-        }
-        fc_pool_configure(st->np_pool, pool_max >= 0 ? (size_t)pool_max : maxb);
-    }
-    return old;
+    fc_pool_configure(st->np.pool, (size_t)st->np.pool_max);
+    return 0;
 }
 
-PyDoc_STRVAR(fc_defer_stats_doc,
-"_defer_stats()\n--\n\n"
-"Tests: how many times deferred byte copies were flushed, how many CUDA\n"
-"batches were submitted since the module was loaded, and the path the last\n"
-"one took (as fastcopy._cuda.copy_batch names it).");
-
+/* backends()["numpy"].  "native" says whether arrays are copied natively
+   now: numpy is imported, this build has its fast path, and its C API is
+   the imported numpy's (loaded here if need be; numpy is never imported
+   by fastcopy).  new ref | NULL+exc */
 static PyObject *
-fc_py_defer_stats(PyObject *module, PyObject *unused)
+fc_np_info(FcState *st)
 {
-    FcState *st = (FcState *)PyModule_GetState(module);
-    return Py_BuildValue("{s:n,s:n,s:z}", "flushes", st->defer_flushes,
-                         "cuda_batches", st->cuda_batches,
-                         "cuda_last_path", st->cuda_last_path);
-}
-
-PyDoc_STRVAR(fc_fake_cuda_doc,
-"_fake_cuda(device, stream)\n--\n\n"
-"Tests only: send the byte copies of CPU tensors through the CUDA path as\n"
-"if they lived on `device` (-1: stop), enqueued on `stream`, so that a fake\n"
-"driver (tests/fakecuda) sees them.  Never use with a real driver.");
-
-static PyObject *
-fc_py_fake_cuda(PyObject *module, PyObject *args)
-{
-    FcState *st = (FcState *)PyModule_GetState(module);
-    int device;
-    unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "iK:_fake_cuda", &device, &stream)) {
-        return NULL;
-    }
-    st->torch_fake_device = device < 0 ? -1 : device;
-    st->torch_fake_stream = (uintptr_t)stream;
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(fc_trim_doc,
-"trim()\n--\n\n"
-"Give the memory the buffer pool keeps back to the system.  Returns the\n"
-"number of bytes released.  Blocks in use are not affected.");
-
-static PyObject *
-fc_py_trim(PyObject *module, PyObject *unused)
-{
-    size_t n;
-    Py_BEGIN_ALLOW_THREADS
-    n = fc_pool_trim();
-    Py_END_ALLOW_THREADS
-    return PyLong_FromSize_t(n);
-}
-
-PyDoc_STRVAR(fc_backends_doc,
-"backends()\n--\n\n"
-"What the buffer backends see and use: numpy's version (when numpy is\n"
-"imported -- it is never imported by fastcopy), whether the native path\n"
-"is built and active, and the pool and threading settings.");
-
-static PyObject *
-fc_py_backends(PyObject *module, PyObject *unused)
-{
-    FcState *st = (FcState *)PyModule_GetState(module);
-    PyObject *version = NULL, *npd = NULL, *res = NULL;
+    PyObject *version = NULL, *res = NULL;
     PyObject *modules = PySys_GetObject("modules");
     PyObject *np = (modules && PyDict_Check(modules))
                    ? PyDict_GetItemString(modules, "numpy") : NULL;
+    int native = 0;
     if (np != NULL && PyModule_Check(np)) {
+        Py_INCREF(np);
         version = PyObject_GetAttrString(np, "__version__");
+        Py_DECREF(np);
         if (version == NULL) {
             PyErr_Clear();
         }
+#ifdef FC_HAVE_NUMPY
+        if (st->np.ndarray == NULL && fc_np_find(st) < 0) {
+            Py_XDECREF(version);
+            return NULL;
+        }
+        native = st->np.ndarray != NULL && fc_np_api(st);
+#endif
     }
     if (version == NULL) {
         version = Py_NewRef(Py_None);
@@ -771,55 +634,73 @@ fc_py_backends(PyObject *module, PyObject *unused)
 #endif
     size_t cached, maxb, hits, misses;
     fc_pool_stats(&cached, &maxb, &hits, &misses);
-    npd = Py_BuildValue(
+    res = Py_BuildValue(
         "{s:O,s:O,s:z,s:O,s:i,s:n,s:O,s:n,s:n,s:n,s:n}",
         "version", version,
         "built", built ? Py_True : Py_False,
         "headers", headers,
-        "native", st->np_api > 0 ? Py_True : Py_False,
-        "threads", st->np_threads,
-        "parallel_min_bytes", st->np_par_min,
-        "pool", st->np_pool ? Py_True : Py_False,
+        "native", native ? Py_True : Py_False,
+        "threads", st->np.threads,
+        "parallel_min_bytes", st->np.par_min,
+        "pool", st->np.pool ? Py_True : Py_False,
         "pool_max_bytes", (Py_ssize_t)maxb,
         "pool_cached_bytes", (Py_ssize_t)cached,
         "pool_hits", (Py_ssize_t)hits,
         "pool_misses", (Py_ssize_t)misses);
-    if (npd != NULL) {
-        res = Py_BuildValue("{s:O}", "numpy", npd);
-    }
-    Py_XDECREF(npd);
     Py_DECREF(version);
     return res;
 }
 
-static PyMethodDef fc_np_methods[] = {
-    {"configure", (PyCFunction)(void (*)(void))fc_py_configure,
-     METH_FASTCALL | METH_KEYWORDS, fc_configure_doc},
-    {"trim", fc_py_trim, METH_NOARGS, fc_trim_doc},
-    {"_defer_stats", fc_py_defer_stats, METH_NOARGS, fc_defer_stats_doc},
-    {"_fake_cuda", fc_py_fake_cuda, METH_VARARGS, fc_fake_cuda_doc},
-    {"backends", fc_py_backends, METH_NOARGS, fc_backends_doc},
-    {NULL, NULL, 0, NULL},
-};
+static size_t
+fc_np_trim(FcState *st)
+{
+    size_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = fc_pool_trim();
+    Py_END_ALLOW_THREADS
+    return n;
+}
 
-/* Defaults and the public functions above.  0 | -1+exc */
-FC_INTERNAL int
+static int
 fc_np_exec(PyObject *module, FcState *st)
 {
-    st->np_api = 0;
-    st->np_threads = fc_np_default_threads();
-    st->np_par_min = FC_NP_DEFAULT_PAR_MIN;
-    st->np_pool = 0;
-    st->np_pool_min = (Py_ssize_t)FC_POOL_MIN;
-    /* the pool's private context, empty: see the top of the file */
-    st->np_checked = 0;
-    st->np_handler = PyContext_New();
-    if (st->np_handler == NULL) {
-        return -1;
+    st->np.api = 0;
+    if (st->np.threads == 0) {      /* the table's default: automatic */
+        st->np.threads = fc_np_default_threads();
     }
-    st->torch_defer = 1;
-    st->torch_cuda = 0;
-    st->torch_fake_device = -1;
-    st->torch_fake_stream = 0;
-    return PyModule_AddFunctions(module, fc_np_methods);
+    st->np.pool_min = (Py_ssize_t)FC_POOL_MIN;
+    /* the pool's private context, empty: see the top of the file */
+    st->np.checked = 0;
+    st->np.handler = PyContext_New();
+    return st->np.handler == NULL ? -1 : 0;
 }
+
+static int
+fc_np_traverse(FcState *st, visitproc visit, void *arg)
+{
+    Py_VISIT(st->np.ndarray);
+    Py_VISIT(st->np.handler);
+    return 0;
+}
+
+static void
+fc_np_clear(FcState *st)
+{
+    Py_CLEAR(st->np.ndarray);
+    Py_CLEAR(st->np.handler);
+}
+
+FC_INTERNAL_DATA const FcBackend fc_numpy_backend = {
+    .name = "numpy",
+    .exec = fc_np_exec,
+    .traverse = fc_np_traverse,
+    .clear = fc_np_clear,
+    .kind = fc_np_kind,
+    .deep = fc_np_deep,
+    .settings = fc_np_settings,
+    .nsettings = (int)(sizeof(fc_np_settings) / sizeof(fc_np_settings[0])),
+    .check = fc_np_check,
+    .apply = fc_np_apply,
+    .info = fc_np_info,
+    .trim = fc_np_trim,
+};

@@ -1,16 +1,26 @@
 /*
- * numpy.h: the numpy backend (numpy.c).
+ * numpy.h: the numpy backend's part of the module state.  The backend
+ * itself is numpy.c's table, fc_numpy_backend (buffers.h).
  */
 #ifndef FASTCOPY_NUMPY_H
 #define FASTCOPY_NUMPY_H
 
 #include "fastcopy.h"
 
-/* FB_* kind for tp, 0 when not numpy's.  kind | 0 | -1+exc */
-FC_INTERNAL int fc_np_kind(FcState *st, PyTypeObject *tp);
-/* See buffers.c for the contract. */
-FC_INTERNAL PyObject *fc_np_deep(FcCtx *c, PyObject *x, int kind);
-/* Defaults and the public functions.  0 | -1+exc */
-FC_INTERNAL int fc_np_exec(PyObject *module, FcState *st);
+/* FcState.np: found through sys.modules when first met; settings from
+   configure().  Traversed and cleared by numpy.c's backend table. */
+typedef struct {
+    PyObject *ndarray;          /* numpy.ndarray, strong, or NULL */
+    int checked;                /* the pool's handler is set in handler's
+                                      context (numpy.c) */
+    int api;                    /* C API: 0 not yet, 1 loaded, -1 unusable */
+    int threads;                /* threads copying one big array */
+    Py_ssize_t par_min;         /* bytes from which copies are threaded */
+    int pool;                   /* copies' data from pool.c */
+    Py_ssize_t pool_min;        /* bytes from which copies are pooled */
+    PyObject *handler;          /* the pool's private context (set up once:
+                                      numpy.c), or NULL */
+    Py_ssize_t pool_max;           /* numpy_pool_max_bytes, as pool.c was told */
+} FcNumpyState;
 
 #endif /* FASTCOPY_NUMPY_H */

@@ -26,6 +26,7 @@
 #include "fastcopy.h"
 #include "plan.h"
 #include "buffers.h"
+#include "state.h"
 
 /* ------------------------------------------------------------------ */
 /* Watching the stdlib's tables                                        */

@@ -9,6 +9,7 @@
 #include "fastcopy.h"
 #include "reduce.h"
 #include "plan.h"
+#include "state.h"
 
 /* `a, b = pair` with the interpreter's messages.  0 | -1+exc */
 FC_INTERNAL int

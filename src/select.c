@@ -8,6 +8,7 @@
 #include "memo.h"
 #include "plan.h"
 #include "defer.h"
+#include "state.h"
 
 /* Is x one of the objects deepcopy(share=...) keeps by reference?
    share is a type, a tuple of types, or a predicate.  1 | 0 | -1+exc */
@@ -16,7 +17,7 @@ fc_share_match(FcCtx *c, PyObject *x)
 {
     PyObject *s = c->share;
     /* the predicate (or a metaclass's __instancecheck__) is user code */
-    if (fc_defer_flush(c) < 0) {
+    if (fc_before_user_code(c, 0) < 0) {
         return -1;
     }
     if (PyType_Check(s) || PyTuple_Check(s)) {

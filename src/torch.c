@@ -1,5 +1,5 @@
 /*
- * torch.c: torch tensors and parameters.  Kinds FB_TORCH_FIRST..LAST.
+ * torch.c: torch tensors and parameters, the "torch" buffer backend (buffers.c).
  *
  * fastcopy is not compiled against torch.  The first time a type is planned
  * while "torch" is in sys.modules, fc_torch_init() caches torch.Tensor,
@@ -67,9 +67,11 @@
 #include "memo.h"
 #include "defer.h"
 #include "plan.h"
+#include "settings.h"
+#include "state.h"
 
-enum {
-    FB_TORCH_TENSOR = FB_TORCH_FIRST,
+enum {                     /* local kinds (buffers.h) */
+    FB_TORCH_TENSOR = 1,
     FB_TORCH_PARAM,
 };
 
@@ -83,7 +85,7 @@ typedef struct {
 } FcTorchAttr;
 
 /* Everything torch's deepcopy path or ours looks up on the classes.  Index
-   order is the order of st->torch_attrs. */
+   order is the order of st->torch.attrs. */
 static const FcTorchAttr fc_torch_attrs[] = {
     {FT_TENSOR, "__deepcopy__",
      "has_torch_function_unary,handle_torch_function,Tensor,__deepcopy__,is_leaf,"
@@ -203,7 +205,7 @@ static const struct { int i; int owner; const char *name; } fc_torch_direct[] = 
 };
 #define FC_TORCH_NDIRECT ((int)(sizeof(fc_torch_direct) / sizeof(fc_torch_direct[0])))
 
-/* Interned names, by index into st->torch_names. */
+/* Interned names, by index into st->torch.names. */
 enum {
     TN_UNTYPED_STORAGE, TN_NEW, TN_SET, TN_STORAGE_OFFSET, TN_SHAPE, TN_STRIDE,
     TN_REQUIRES_GRAD, TN_GRAD, TN_IS_LEAF, TN_IS_CPU, TN_LAYOUT, TN_IS_QUANTIZED,
@@ -223,9 +225,9 @@ static const char *const fc_torch_names[TN__COUNT] = {
     "device", "copy_", "data_ptr", "_cdata", "torch", "deepcopy", "copy",
     "memory_format", "nbytes", "is_contiguous", "is_complex", "is_floating_point",
 };
-#define TN(st, i) PyTuple_GET_ITEM((st)->torch_names, (i))
+#define TN(st, i) PyTuple_GET_ITEM((st)->torch.names, (i))
 
-/* Probes of torch's thread-local modes, by index into st->torch_probes:
+/* Probes of torch's thread-local modes, by index into st->torch.probes:
    each returns a bool or an int; any true value declines. */
 static const char *const fc_torch_probes[] = {
     "_is_torch_function_mode_enabled", "_len_torch_dispatch_stack",
@@ -289,10 +291,10 @@ FC_INLINE PyTypeObject *
 fc_torch_owner(FcState *st, int owner)
 {
     switch (owner) {
-    case FT_TENSOR: return (PyTypeObject *)st->torch_tensor;
-    case FT_PARAM: return (PyTypeObject *)st->torch_parameter;
-    case FT_USTORAGE: return (PyTypeObject *)st->torch_ustorage;
-    default: return (PyTypeObject *)st->torch_tstorage;
+    case FT_TENSOR: return (PyTypeObject *)st->torch.tensor;
+    case FT_PARAM: return (PyTypeObject *)st->torch.parameter;
+    case FT_USTORAGE: return (PyTypeObject *)st->torch.ustorage;
+    default: return (PyTypeObject *)st->torch.tstorage;
     }
 }
 
@@ -305,9 +307,9 @@ fc_torch_attrs_same(FcState *st, int owner)
         if (fc_torch_attrs[i].owner != owner) {
             continue;
         }
-        PyObject *name = PyTuple_GET_ITEM(st->torch_attr_names, i);
+        PyObject *name = PyTuple_GET_ITEM(st->torch.attr_names, i);
         PyObject *v = _PyType_Lookup(tp, name);
-        PyObject *seen = PyTuple_GET_ITEM(st->torch_attrs, i);
+        PyObject *seen = PyTuple_GET_ITEM(st->torch.attrs, i);
         if ((v == NULL ? Py_None : v) != seen) {
             return 0;
         }
@@ -324,7 +326,7 @@ fc_torch_tag(FcState *st, PyTypeObject *tp)
 }
 
 /* Capture torch's classes and attributes.  1 ready | 0 not (yet) usable |
-   -1+exc.  Sets st->torch_checked to 1 (ready) or -1 (never). */
+   -1+exc.  Sets st->torch.checked to 1 (ready) or -1 (never). */
 static int
 fc_torch_init(FcState *st)
 {
@@ -392,10 +394,10 @@ fc_torch_init(FcState *st)
         }
         PyTuple_SET_ITEM(names, i, kw);
     }
-    Py_XSETREF(st->torch_tensor, Py_NewRef(tensor));
-    Py_XSETREF(st->torch_parameter, Py_NewRef(param));
-    Py_XSETREF(st->torch_ustorage, Py_NewRef(ustorage));
-    Py_XSETREF(st->torch_tstorage, Py_NewRef(tstorage));
+    Py_XSETREF(st->torch.tensor, Py_NewRef(tensor));
+    Py_XSETREF(st->torch.parameter, Py_NewRef(param));
+    Py_XSETREF(st->torch.ustorage, Py_NewRef(ustorage));
+    Py_XSETREF(st->torch.tstorage, Py_NewRef(tstorage));
     for (Py_ssize_t i = 0; i < FC_TORCH_NATTRS; i++) {
         const FcTorchAttr *a = &fc_torch_attrs[i];
         PyObject *s = PyUnicode_InternFromString(a->name);
@@ -427,23 +429,23 @@ fc_torch_init(FcState *st)
     Py_INCREF(dc);
     /* new references: the locals are released on every path below (a
        later `never` must not release what the state now owns) */
-    Py_XSETREF(st->torch_names, Py_NewRef(names));
-    Py_XSETREF(st->torch_attr_names, Py_NewRef(attr_names));
-    Py_XSETREF(st->torch_attrs, Py_NewRef(attrs));
-    Py_XSETREF(st->torch_probes, Py_NewRef(probes));
-    Py_XSETREF(st->torch_strided, Py_NewRef(strided));
-    Py_XSETREF(st->torch_preserve, Py_NewRef(preserve));
-    Py_XSETREF(st->torch_copy_deepcopy, Py_NewRef(dc));
-    Py_XSETREF(st->torch_tensor_globals, Py_NewRef(PyModule_GetDict(tmod)));
-    Py_XSETREF(st->torch_storage_globals, Py_NewRef(PyModule_GetDict(smod)));
-    Py_XSETREF(st->torch_empty_like, PyObject_GetAttrString(torch, "empty_like"));
-    if (st->torch_empty_like == NULL) {
+    Py_XSETREF(st->torch.names, Py_NewRef(names));
+    Py_XSETREF(st->torch.attr_names, Py_NewRef(attr_names));
+    Py_XSETREF(st->torch.attrs, Py_NewRef(attrs));
+    Py_XSETREF(st->torch.probes, Py_NewRef(probes));
+    Py_XSETREF(st->torch.strided, Py_NewRef(strided));
+    Py_XSETREF(st->torch.preserve, Py_NewRef(preserve));
+    Py_XSETREF(st->torch.copy_deepcopy, Py_NewRef(dc));
+    Py_XSETREF(st->torch.tensor_globals, Py_NewRef(PyModule_GetDict(tmod)));
+    Py_XSETREF(st->torch.storage_globals, Py_NewRef(PyModule_GetDict(smod)));
+    Py_XSETREF(st->torch.empty_like, PyObject_GetAttrString(torch, "empty_like"));
+    if (st->torch.empty_like == NULL) {
         PyErr_Clear();
         goto never;
     }
-    Py_XSETREF(st->torch_make_subclass,
+    Py_XSETREF(st->torch.make_subclass,
                PyObject_GetAttrString(tensor, "_make_subclass"));
-    if (st->torch_make_subclass == NULL) {
+    if (st->torch.make_subclass == NULL) {
         PyErr_Clear();
         goto never;
     }
@@ -454,9 +456,9 @@ fc_torch_init(FcState *st)
             goto never;
         }
     }
-    Py_XSETREF(st->torch_incr_version,
+    Py_XSETREF(st->torch.incr_version,
                PyObject_GetAttrString(cmod, "_increment_version"));
-    if (st->torch_incr_version == NULL) {
+    if (st->torch.incr_version == NULL) {
         PyErr_Clear();
         goto never;
     }
@@ -471,7 +473,7 @@ fc_torch_init(FcState *st)
         if (disabled == NULL) {
             PyErr_Clear();
         }
-        st->torch_param_swap =
+        st->torch.param_swap =
             disabled != NULL && cls != NULL
             && PyTuple_GET_ITEM(attrs, TA_T_TORCH_DISPATCH) == disabled
             && PyTuple_GET_ITEM(attrs, TA_P_TORCH_DISPATCH) == disabled
@@ -489,9 +491,9 @@ fc_torch_init(FcState *st)
         Py_XDECREF(disabled);
     }
     /* torch's current stream of a device, as an int (CUDA builds only) */
-    Py_XSETREF(st->torch_cuda_stream,
+    Py_XSETREF(st->torch.cuda_stream,
                PyObject_GetAttrString(cmod, "_cuda_getCurrentRawStream"));
-    if (st->torch_cuda_stream == NULL) {
+    if (st->torch.cuda_stream == NULL) {
         PyErr_Clear();
     }
     {
@@ -516,26 +518,26 @@ fc_torch_init(FcState *st)
                 goto error;
             }
         }
-        Py_XSETREF(st->torch_int_dtypes, PyList_AsTuple(lst));   /* lint: own container */
+        Py_XSETREF(st->torch.int_dtypes, PyList_AsTuple(lst));   /* lint: own container */
         Py_DECREF(lst);
-        if (st->torch_int_dtypes == NULL) {
+        if (st->torch.int_dtypes == NULL) {
             goto error;
         }
     }
-    Py_XSETREF(st->torch_num_threads, PyObject_GetAttrString(torch, "get_num_threads"));
-    if (st->torch_num_threads == NULL) {
+    Py_XSETREF(st->torch.num_threads, PyObject_GetAttrString(torch, "get_num_threads"));
+    if (st->torch.num_threads == NULL) {
         PyErr_Clear();
     }
-    st->torch_us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
-    st->torch_ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
-    st->torch_checked = 1;
+    st->torch.us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
+    st->torch.ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
+    st->torch.checked = 1;
     rc = 1;
     goto release;
 
 never:
-    st->torch_checked = -1;
-    Py_CLEAR(st->torch_names);
-    Py_CLEAR(st->torch_attrs);
+    st->torch.checked = -1;
+    Py_CLEAR(st->torch.names);
+    Py_CLEAR(st->torch.attrs);
     /* fall through */
 not_yet:
     PyErr_Clear();
@@ -564,10 +566,10 @@ release:
 }
 
 /* FB_* kind for tp, 0 when not torch's.  kind | 0 | -1+exc */
-FC_INTERNAL int
+static int
 fc_torch_kind(FcState *st, PyTypeObject *tp)
 {
-    if (st->torch_checked == 0) {
+    if (st->torch.checked == 0) {
         if (fc_torch_module("torch") == NULL) {
             return 0;
         }
@@ -576,14 +578,14 @@ fc_torch_kind(FcState *st, PyTypeObject *tp)
             return r;
         }
     }
-    if (st->torch_checked < 0) {
+    if (st->torch.checked < 0) {
         return 0;
     }
     int kind;
-    if ((PyObject *)tp == st->torch_tensor) {
+    if ((PyObject *)tp == st->torch.tensor) {
         kind = FB_TORCH_TENSOR;
     }
-    else if ((PyObject *)tp == st->torch_parameter) {
+    else if ((PyObject *)tp == st->torch.parameter) {
         kind = FB_TORCH_PARAM;
         if (!fc_torch_attrs_same(st, FT_PARAM)) {
             return 0;
@@ -591,8 +593,8 @@ fc_torch_kind(FcState *st, PyTypeObject *tp)
         for (int i = 0; i < FC_TORCH_NDIRECT; i++) {
             int ai = fc_torch_direct[i].i;
             if (fc_torch_direct[i].owner == FT_TENSOR
-                && _PyType_Lookup(tp, PyTuple_GET_ITEM(st->torch_attr_names, ai))
-                   != PyTuple_GET_ITEM(st->torch_attrs, ai)) {
+                && _PyType_Lookup(tp, PyTuple_GET_ITEM(st->torch.attr_names, ai))
+                   != PyTuple_GET_ITEM(st->torch.attrs, ai)) {
                 return 0;
             }
         }
@@ -619,7 +621,7 @@ static int
 fc_torch_ambient(FcState *st, int storages)
 {
     for (int i = 0; i < FC_TORCH_NPROBES; i++) {
-        PyObject *f = PyTuple_GET_ITEM(st->torch_probes, i), *v;
+        PyObject *f = PyTuple_GET_ITEM(st->torch.probes, i), *v;
         if (PyCFunction_Check(f)
             && (PyCFunction_GET_FLAGS(f) & ~METH_COEXIST) == METH_NOARGS) {
             v = PyCFunction_GET_FUNCTION(f)(PyCFunction_GET_SELF(f), NULL);
@@ -642,31 +644,31 @@ fc_torch_ambient(FcState *st, int storages)
     if (!storages) {
         return 1;
     }
-    PyTypeObject *us = (PyTypeObject *)st->torch_ustorage;
-    PyTypeObject *ts = (PyTypeObject *)st->torch_tstorage;
-    if (fc_type_tag(us) != st->torch_us_tag || st->torch_us_tag == 0) {
+    PyTypeObject *us = (PyTypeObject *)st->torch.ustorage;
+    PyTypeObject *ts = (PyTypeObject *)st->torch.tstorage;
+    if (fc_type_tag(us) != st->torch.us_tag || st->torch.us_tag == 0) {
         if (!fc_torch_attrs_same(st, FT_USTORAGE)) {
             return 0;
         }
-        st->torch_us_tag = fc_torch_tag(st, us);
+        st->torch.us_tag = fc_torch_tag(st, us);
     }
-    if (fc_type_tag(ts) != st->torch_ts_tag || st->torch_ts_tag == 0) {
+    if (fc_type_tag(ts) != st->torch.ts_tag || st->torch.ts_tag == 0) {
         if (!fc_torch_attrs_same(st, FT_TSTORAGE)) {
             return 0;
         }
-        st->torch_ts_tag = fc_torch_tag(st, ts);
+        st->torch.ts_tag = fc_torch_tag(st, ts);
     }
     /* copy.deepcopy(self._untyped_storage, memo) in torch.storage, and
        _tensor.py's own `deepcopy` for __dict__ */
-    PyObject *dc = st->torch_copy_deepcopy;
+    PyObject *dc = st->torch.copy_deepcopy;
     if (PyDict_GetItemWithError(st->copy_globals, TN(st, TN_DEEPCOPY)) != dc
-        || PyDict_GetItemWithError(st->torch_tensor_globals, TN(st, TN_DEEPCOPY)) != dc
-        || PyDict_GetItemWithError(st->torch_storage_globals, TN(st, TN_COPY_MOD))
+        || PyDict_GetItemWithError(st->torch.tensor_globals, TN(st, TN_DEEPCOPY)) != dc
+        || PyDict_GetItemWithError(st->torch.storage_globals, TN(st, TN_COPY_MOD))
            != st->copy_module) {
         return PyErr_Occurred() ? -1 : 0;
     }
     PyObject *e;
-    if (fc_table_get(st, st->deep_dispatch, st->torch_ustorage, &e) < 0) {
+    if (fc_table_get(st, st->deep_dispatch, st->torch.ustorage, &e) < 0) {
         return -1;
     }
     int registered = e != NULL && e != Py_None;
@@ -680,7 +682,7 @@ fc_torch_ambient(FcState *st, int storages)
 static PyObject *
 fc_torch_get(FcState *st, PyObject *o, int ai)
 {
-    PyObject *d = PyTuple_GET_ITEM(st->torch_attrs, ai);
+    PyObject *d = PyTuple_GET_ITEM(st->torch.attrs, ai);
     if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
         PyGetSetDef *gs = ((PyGetSetDescrObject *)d)->d_getset;
         if (gs->get != NULL) {
@@ -691,7 +693,7 @@ fc_torch_get(FcState *st, PyObject *o, int ai)
             return v;
         }
     }
-    return PyObject_GetAttr(o, PyTuple_GET_ITEM(st->torch_attr_names, ai));
+    return PyObject_GetAttr(o, PyTuple_GET_ITEM(st->torch.attr_names, ai));
 }
 
 /* setattr(o, name of attrs[ai], v) through the getset descriptor captured
@@ -700,14 +702,14 @@ fc_torch_get(FcState *st, PyObject *o, int ai)
 static int
 fc_torch_set(FcState *st, PyObject *o, int ai, PyObject *v)
 {
-    PyObject *d = PyTuple_GET_ITEM(st->torch_attrs, ai);
+    PyObject *d = PyTuple_GET_ITEM(st->torch.attrs, ai);
     if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
         PyGetSetDef *gs = ((PyGetSetDescrObject *)d)->d_getset;
         if (gs->set != NULL) {
             return gs->set(o, v, gs->closure);
         }
     }
-    return PyObject_SetAttr(o, PyTuple_GET_ITEM(st->torch_attr_names, ai), v);
+    return PyObject_SetAttr(o, PyTuple_GET_ITEM(st->torch.attr_names, ai), v);
 }
 
 /* o.<attrs[ai]>() through the method descriptor captured at first use (the
@@ -715,7 +717,7 @@ fc_torch_set(FcState *st, PyObject *o, int ai, PyObject *v)
 static PyObject *
 fc_torch_call0(FcState *st, PyObject *o, int ai)
 {
-    PyObject *d = PyTuple_GET_ITEM(st->torch_attrs, ai), *v = NULL;
+    PyObject *d = PyTuple_GET_ITEM(st->torch.attrs, ai), *v = NULL;
     if (Py_IS_TYPE(d, &PyMethodDescr_Type)) {
         PyMethodDef *m = ((PyMethodDescrObject *)d)->d_method;
         int flags = m->ml_flags & ~METH_COEXIST;
@@ -735,7 +737,7 @@ fc_torch_call0(FcState *st, PyObject *o, int ai)
         return v;
     }
 generic:
-    return PyObject_CallMethodNoArgs(o, PyTuple_GET_ITEM(st->torch_attr_names, ai));
+    return PyObject_CallMethodNoArgs(o, PyTuple_GET_ITEM(st->torch.attr_names, ai));
 }
 
 /* bool(fc_torch_get / fc_torch_call0 (call)).  1 | 0 | -1+exc */
@@ -807,7 +809,7 @@ static PyObject *
 fc_torch_store_of(FcState *st, PyObject *x)
 {
     PyObject *s = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
-    if (s != NULL && (PyObject *)Py_TYPE(s) != st->torch_ustorage) {
+    if (s != NULL && (PyObject *)Py_TYPE(s) != st->torch.ustorage) {
         Py_DECREF(s);
         return NULL;
     }
@@ -882,7 +884,7 @@ fc_torch_special(FcState *st, PyObject *x)
     if (dt == NULL) {
         return -1;
     }
-    if (dt == st->torch_real_dtype) {
+    if (dt == st->torch.real_dtype) {
         Py_DECREF(dt);
         return 0;
     }
@@ -897,14 +899,14 @@ fc_torch_special(FcState *st, PyObject *x)
     r = v == NULL ? -1 : PyObject_IsTrue(v);
     Py_XDECREF(v);
     if (r == 0) {
-        r = PySequence_Contains(st->torch_int_dtypes, dt);
+        r = PySequence_Contains(st->torch.int_dtypes, dt);
     }
     if (r < 0) {
         Py_DECREF(dt);
         return -1;
     }
     if (r > 0) {
-        Py_XSETREF(st->torch_real_dtype, dt);
+        Py_XSETREF(st->torch.real_dtype, dt);
         return 0;
     }
     Py_DECREF(dt);
@@ -920,7 +922,7 @@ fc_torch_device_ok(FcState *st, PyObject *x)
     if (r != 0) {
         return r;
     }
-    if (!st->torch_cuda || st->torch_cuda_stream == NULL) {
+    if (!st->torch.cuda || st->torch.cuda_stream == NULL) {
         return 0;
     }
     r = fc_torch_is(st, x, TA_T_IS_CUDA, 0);
@@ -940,15 +942,15 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
     }
     if (cpu) {
         /* tests: host copies sent through the CUDA path (fake driver) */
-        *dev = st->torch_fake_device;
-        *stream = st->torch_fake_stream;
+        *dev = st->test.fake_device;
+        *stream = st->test.fake_stream;
         return *dev >= 0 && fc_cuda_api(st) == NULL ? -1 : 0;
     }
     Py_ssize_t d;
     if (fc_torch_ssize(st, x, TA_T_GET_DEVICE, 1, &d) < 0) {
         return -1;
     }
-    if (d < 0 || d > INT_MAX || st->torch_cuda_stream == NULL) {
+    if (d < 0 || d > INT_MAX || st->torch.cuda_stream == NULL) {
         PyErr_SetString(PyExc_SystemError, "fastcopy: a CUDA tensor without a device");
         return -1;
     }
@@ -956,7 +958,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
     if (i == NULL) {
         return -1;
     }
-    v = PyObject_CallOneArg(st->torch_cuda_stream, i);
+    v = PyObject_CallOneArg(st->torch.cuda_stream, i);
     Py_DECREF(i);
     if (v == NULL) {
         return -1;
@@ -984,7 +986,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
 static int
 fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
 {
-    if ((PyObject *)Py_TYPE(x) != st->torch_tensor || depth > 2) {
+    if ((PyObject *)Py_TYPE(x) != st->torch.tensor || depth > 2) {
         return 0;
     }
     /* an empty instance dict: nothing shadows a method, no
@@ -1004,7 +1006,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
         return -1;
     }
     Py_DECREF(layout);
-    if (layout != st->torch_strided) {
+    if (layout != st->torch.strided) {
         return 0;
     }
     if ((r = fc_torch_special(st, x)) != 0
@@ -1039,7 +1041,7 @@ fc_torch_storage_clone(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
         goto done;
     }
     PyObject *args[3] = {NULL, nb, dv};
-    y = PyObject_Vectorcall(st->torch_ustorage, args + 1,
+    y = PyObject_Vectorcall(st->torch.ustorage, args + 1,
                             1 | PY_VECTORCALL_ARGUMENTS_OFFSET, TN(st, TN_KW_DEVICE));
     if (y == NULL) {
         goto done;
@@ -1152,7 +1154,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     Py_ssize_t off, n, un;
     void *src, *dst;
     int r, held;
-    if ((PyObject *)Py_TYPE(us) != st->torch_ustorage) {
+    if ((PyObject *)Py_TYPE(us) != st->torch.ustorage) {
         return NULL;
     }
     r = fc_memo_lookup(c, us, &v);
@@ -1186,13 +1188,13 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
         goto decline;
     }
     held = fc_torch_gc_hold();
-    t = PyObject_CallOneArg(st->torch_empty_like, x);
+    t = PyObject_CallOneArg(st->torch.empty_like, x);
     if (t != NULL) {
         nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
     }
     fc_torch_gc_resume(held);
-    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch_tensor
-        || nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch_ustorage
+    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch.tensor
+        || nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch.ustorage
         || fc_torch_ssize(st, nus, TA_US_NBYTES, 1, &un) < 0 || un != n) {
         goto decline;
     }
@@ -1215,7 +1217,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
         if (one == NULL) {
             goto decline;
         }
-        v = PyObject_CallOneArg(st->torch_incr_version, one);
+        v = PyObject_CallOneArg(st->torch.incr_version, one);
         Py_DECREF(one);
         if (v == NULL) {
             goto decline;
@@ -1316,7 +1318,7 @@ storage_done:;
             if (r > 0) {
                 ng = fc_torch_tensor_deep(c, g);
             }
-            else if (fc_defer_flush(c) == 0) {
+            else if (fc_before_user_code(c, 0) == 0) {
                 ng = PyObject_CallMethodOneArg(g, st->s_deepcopy, c->memo);
             }
             r = ng == NULL ? -1 : 1;
@@ -1370,7 +1372,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         return NULL;
     }
     v = fc_torch_get(st, x, TA_T_LAYOUT);
-    if (v == NULL || v != st->torch_strided) {
+    if (v == NULL || v != st->torch.strided) {
         goto fail;
     }
     Py_CLEAR(v);
@@ -1380,7 +1382,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         goto fail;
     }
     held = fc_torch_gc_hold();
-    y = PyObject_CallOneArg(st->torch_empty_like, x);
+    y = PyObject_CallOneArg(st->torch.empty_like, x);
     if (y != NULL && fc_defer_queued(st, (size_t)n, dev)) {
         if ((xs = fc_torch_store_of(st, x)) != NULL) {
             ys = fc_torch_store_of(st, y);
@@ -1433,12 +1435,12 @@ fc_torch_param_swap(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *y = fc_torch_clone_dense(c, x, known);
-    if (y == NULL || (PyObject *)Py_TYPE(y) != st->torch_tensor) {
+    if (y == NULL || (PyObject *)Py_TYPE(y) != st->torch.tensor) {
         goto decline;
     }
     int rg = fc_torch_is(st, x, TA_T_REQUIRES_GRAD, 0);
     if (rg < 0 || (rg && fc_torch_set(st, y, TA_T_REQUIRES_GRAD, Py_True) < 0)
-        || fc_torch_set(st, y, TA_T_CLASS, st->torch_parameter) < 0) {
+        || fc_torch_set(st, y, TA_T_CLASS, st->torch.parameter) < 0) {
         goto decline;
     }
     return y;
@@ -1455,7 +1457,7 @@ fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *data = NULL, *cl = NULL, *rg = NULL, *y = NULL;
-    if (st->torch_param_swap && (y = fc_torch_param_swap(c, x, known)) != NULL) {
+    if (st->torch.param_swap && (y = fc_torch_param_swap(c, x, known)) != NULL) {
         return y;
     }
     {
@@ -1476,7 +1478,7 @@ fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
     if (data == NULL) {
         goto done;
     }
-    PyObject *cargs[2] = {data, st->torch_preserve};
+    PyObject *cargs[2] = {data, st->torch.preserve};
     cl = PyObject_VectorcallMethod(TN(st, TN_CLONE), cargs,
                                    1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                    TN(st, TN_KW_MEMORY_FORMAT));
@@ -1484,8 +1486,8 @@ fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
         goto done;
     }
 make:;
-    PyObject *args[3] = {st->torch_parameter, cl, rg};
-    y = PyObject_Vectorcall(st->torch_make_subclass, args, 3, NULL);
+    PyObject *args[3] = {st->torch.parameter, cl, rg};
+    y = PyObject_Vectorcall(st->torch.make_subclass, args, 3, NULL);
 done:
     Py_XDECREF(data);
     Py_XDECREF(cl);
@@ -1518,17 +1520,17 @@ fc_torch_param_ok(FcState *st, PyObject *x)
 }
 
 /* See buffers.c for the contract. */
-FC_INTERNAL PyObject *
+static PyObject *
 fc_torch_deep(FcCtx *c, PyObject *x, int kind)
 {
     FcState *st = c->st;
-    if (c->mode == FC_MEMO_MAPPING || st->torch_checked <= 0) {
+    if (c->mode == FC_MEMO_MAPPING || st->torch.checked <= 0) {
         return NULL;
     }
     /* a guard that fails with an error declines too: torch's own path
        decides what to raise */
     /* the ambient state changes only when code that is not ours runs, and
-       every such call goes through fc_defer_flush(), which forgets this */
+       every such call goes through fc_before_user_code(), which forgets this */
     int need = kind == FB_TORCH_TENSOR ? 2 : 1;
     int r = 1;
     if (c->torch_ambient < need) {
@@ -1558,3 +1560,154 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
     }
     return fc_memo_done(c, x, y);
 }
+
+/* ------------------------------------------------------------------ */
+/* The backend: settings, backends() entry, state                      */
+/* ------------------------------------------------------------------ */
+
+static const FcSetting fc_torch_settings[] = {
+    {"torch_defer", FS_BOOL, offsetof(FcState, torch.defer), 1, NULL,
+     "record the byte copies of torch tensors and run them together, before "
+     "any user code and at the end of the call (on by default).  Host copies "
+     "adding up to 1 MiB run on torch.get_num_threads() threads with the GIL "
+     "released, as torch's own copy_ would."},
+    {"torch_cuda", FS_BOOL, offsetof(FcState, torch.cuda), 0, NULL,
+     "copy plain CUDA tensors natively, their bytes in one batch per device "
+     "on torch's current stream (off by default: see docs/buffers-cuda.md).  "
+     "Needs fastcopy._cuda and a CUDA torch."},
+};
+
+/* Is the native path what a deepcopy of a tensor would take now?  torch is
+   imported and was captured, and none of the attributes its deepcopy path
+   reaches (Tensor.__deepcopy__, Parameter.__deepcopy__, the storages'
+   __deepcopy__, ...) has been replaced since.  Per-tensor conditions
+   (device, layout, modes) are not part of the answer.
+   1 | 0 (*why says why) | -1+exc */
+static int
+fc_torch_native(FcState *st, const char **why)
+{
+    if (fc_torch_module("torch") == NULL) {
+        *why = "torch is not imported";
+        return 0;
+    }
+    if (st->torch.checked == 0) {
+        int r = fc_torch_init(st);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    if (st->torch.checked <= 0) {
+        *why = st->torch.checked < 0
+               ? "this torch's deepcopy code is not the one fastcopy reproduces"
+               : "torch is not fully imported yet";
+        return 0;
+    }
+    static const struct { int owner; const char *name; } owners[] = {
+        {FT_TENSOR, "torch.Tensor"}, {FT_PARAM, "torch.nn.Parameter"},
+        {FT_USTORAGE, "torch.UntypedStorage"}, {FT_TSTORAGE, "torch.TypedStorage"},
+    };
+    for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
+        if (!fc_torch_attrs_same(st, owners[i].owner)) {
+            *why = owners[i].owner == FT_TENSOR
+                   ? "torch.Tensor's deepcopy path was replaced"
+                   : owners[i].owner == FT_PARAM
+                   ? "torch.nn.Parameter's deepcopy path was replaced"
+                   : "a torch storage's deepcopy path was replaced";
+            return 0;
+        }
+    }
+    *why = NULL;
+    return 1;
+}
+
+/* backends()["torch"].  new ref | NULL+exc */
+static PyObject *
+fc_torch_info(FcState *st)
+{
+    PyObject *torch = fc_torch_module("torch");   /* borrowed */
+    PyObject *version = NULL;
+    if (torch != NULL) {
+        Py_INCREF(torch);
+        version = PyObject_GetAttrString(torch, "__version__");
+        Py_DECREF(torch);
+        if (version == NULL) {
+            PyErr_Clear();
+        }
+    }
+    const char *why = NULL;
+    int native = fc_torch_native(st, &why);
+    if (native < 0) {
+        Py_XDECREF(version);
+        return NULL;
+    }
+    PyObject *res = Py_BuildValue("{s:O,s:O,s:z,s:O,s:O}",
+                                  "version", version ? version : Py_None,
+                                  "native", native ? Py_True : Py_False,
+                                  "why_not", why,
+                                  "defer", st->torch.defer ? Py_True : Py_False,
+                                  "cuda", st->torch.cuda ? Py_True : Py_False);
+    Py_XDECREF(version);
+    return res;
+}
+
+static int
+fc_torch_traverse(FcState *st, visitproc visit, void *arg)
+{
+    Py_VISIT(st->torch.tensor);
+    Py_VISIT(st->torch.parameter);
+    Py_VISIT(st->torch.ustorage);
+    Py_VISIT(st->torch.tstorage);
+    Py_VISIT(st->torch.names);
+    Py_VISIT(st->torch.attr_names);
+    Py_VISIT(st->torch.attrs);
+    Py_VISIT(st->torch.probes);
+    Py_VISIT(st->torch.strided);
+    Py_VISIT(st->torch.preserve);
+    Py_VISIT(st->torch.copy_deepcopy);
+    Py_VISIT(st->torch.tensor_globals);
+    Py_VISIT(st->torch.storage_globals);
+    Py_VISIT(st->torch.make_subclass);
+    Py_VISIT(st->torch.empty_like);
+    Py_VISIT(st->torch.incr_version);
+    Py_VISIT(st->torch.cuda_stream);
+    Py_VISIT(st->torch.num_threads);
+    Py_VISIT(st->torch.real_dtype);
+    Py_VISIT(st->torch.int_dtypes);
+    return 0;
+}
+
+static void
+fc_torch_clear(FcState *st)
+{
+    Py_CLEAR(st->torch.tensor);
+    Py_CLEAR(st->torch.parameter);
+    Py_CLEAR(st->torch.ustorage);
+    Py_CLEAR(st->torch.tstorage);
+    Py_CLEAR(st->torch.names);
+    Py_CLEAR(st->torch.attr_names);
+    Py_CLEAR(st->torch.attrs);
+    Py_CLEAR(st->torch.probes);
+    Py_CLEAR(st->torch.strided);
+    Py_CLEAR(st->torch.preserve);
+    Py_CLEAR(st->torch.copy_deepcopy);
+    Py_CLEAR(st->torch.tensor_globals);
+    Py_CLEAR(st->torch.storage_globals);
+    Py_CLEAR(st->torch.make_subclass);
+    Py_CLEAR(st->torch.empty_like);
+    Py_CLEAR(st->torch.incr_version);
+    Py_CLEAR(st->torch.cuda_stream);
+    Py_CLEAR(st->torch.num_threads);
+    Py_CLEAR(st->torch.real_dtype);
+    Py_CLEAR(st->torch.int_dtypes);
+}
+
+FC_INTERNAL_DATA const FcBackend fc_torch_backend = {
+    .name = "torch",
+    .traverse = fc_torch_traverse,
+    .clear = fc_torch_clear,
+    .kind = fc_torch_kind,
+    .deep = fc_torch_deep,
+    .settings = fc_torch_settings,
+    .nsettings = (int)(sizeof(fc_torch_settings) / sizeof(fc_torch_settings[0])),
+    .info = fc_torch_info,
+};

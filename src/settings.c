@@ -1,0 +1,316 @@
+/*
+ * settings.c: configure(), backends(), trim() and _settings() -- the
+ * module-wide knobs and introspection, driven by the settings tables of
+ * the parts that own them (settings.h) and by the registry of buffer
+ * backends (buffers.c).  A new setting is a row in its owner's table; a
+ * new backend's rows, backends() entry and trim() come with its FcBackend.
+ */
+#include "fastcopy.h"
+#include "settings.h"
+#include "buffers.h"
+#include "module.h"
+#include "state.h"
+
+#include <stdio.h>
+
+#define FC_MAX_SETTINGS 32
+
+/* Core settings: none yet (the rows of a part that is not a backend go
+   here). */
+static const FcSetting fc_core_settings[] = {
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+static const int fc_ncore_settings = 0;
+
+typedef struct {
+    const FcSetting *s;
+    const FcBackend *owner;    /* NULL: core */
+    int index;                 /* its row in the owner's table */
+} FcSettingRef;
+
+/* Every setting, in configure()'s order: the core's, then each backend's
+   in registry order.  count */
+static int
+fc_settings_all(FcSettingRef *out)
+{
+    int n = 0;
+    for (int i = 0; i < fc_ncore_settings && n < FC_MAX_SETTINGS; i++) {
+        out[n++] = (FcSettingRef){&fc_core_settings[i], NULL, i};
+    }
+    for (int b = 0; b < fc_nbackends; b++) {
+        const FcBackend *be = fc_backends[b];
+        for (int i = 0; i < be->nsettings && n < FC_MAX_SETTINGS; i++) {
+            out[n++] = (FcSettingRef){&be->settings[i], be, i};
+        }
+    }
+    return n;
+}
+
+/* The value of setting s now.  new ref | NULL+exc */
+static PyObject *
+fc_setting_get(FcState *st, const FcSetting *s)
+{
+    switch (s->type) {
+    case FS_BOOL:
+        return PyBool_FromLong(*FC_SETTING_INT(st, s));
+    case FS_THREADS:
+        return PyLong_FromLong(*FC_SETTING_INT(st, s));
+    default:
+        return PyLong_FromSsize_t(*FC_SETTING_SIZE(st, s));
+    }
+}
+
+/* v as a value for s.  *out: 0/1, or the count.  0 | -1+exc */
+static int
+fc_setting_parse(const FcSetting *s, PyObject *v, Py_ssize_t *out)
+{
+    if (s->type == FS_BOOL) {
+        int t = PyObject_IsTrue(v);
+        if (t < 0) {
+            return -1;
+        }
+        *out = t;
+        return 0;
+    }
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "configure(): %s must be an int, not %.200s",
+                     s->name, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(v);
+    if (n == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "configure(): %s must be >= 0", s->name);
+        return -1;
+    }
+    if (s->type == FS_THREADS && n > FS_THREADS_MAX) {
+        n = FS_THREADS_MAX;
+    }
+    *out = n;
+    return 0;
+}
+
+static void
+fc_setting_store(FcState *st, const FcSetting *s, Py_ssize_t v)
+{
+    if (s->type == FS_BYTES) {
+        *FC_SETTING_SIZE(st, s) = v;
+    }
+    else {
+        *FC_SETTING_INT(st, s) = (int)v;
+    }
+}
+
+/* The current settings as configure() keywords.  new ref | NULL+exc */
+static PyObject *
+fc_settings_dict(FcState *st)
+{
+    FcSettingRef all[FC_MAX_SETTINGS];
+    int n = fc_settings_all(all);
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < n; i++) {
+        PyObject *v = fc_setting_get(st, all[i].s);
+        if (v == NULL || PyDict_SetItemString(d, all[i].s->name, v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(d);
+            break;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+/* configure.__doc__, made from the tables once (they are constant). */
+static char fc_configure_doc[4096];
+
+static void
+fc_settings_make_doc(void)
+{
+    if (fc_configure_doc[0] != '\0') {
+        return;
+    }
+    FcSettingRef all[FC_MAX_SETTINGS];
+    int n = fc_settings_all(all);
+    char *p = fc_configure_doc, *end = fc_configure_doc + sizeof(fc_configure_doc);
+#define FC_PUT(...) \
+    do { \
+        int k_ = snprintf(p, (size_t)(end - p), __VA_ARGS__); \
+        p += (k_ > 0 && k_ < end - p) ? k_ : 0; \
+    } while (0)
+    FC_PUT("configure($module, /, *");
+    for (int i = 0; i < n; i++) {
+        FC_PUT(", %s=None", all[i].s->name);
+    }
+    FC_PUT(")\n--\n\n"
+           "Tune fastcopy; arguments left as None keep their value.  Returns the\n"
+           "previous settings as a dict, so configure(**old) restores them.\n");
+    for (int i = 0; i < n; i++) {
+        const FcSetting *s = all[i].s;
+        char dflt[64];
+        if (s->deflt_doc != NULL) {
+            snprintf(dflt, sizeof(dflt), "%s", s->deflt_doc);
+        }
+        else if (s->type == FS_BOOL) {
+            snprintf(dflt, sizeof(dflt), "%s", s->deflt ? "True" : "False");
+        }
+        else {
+            snprintf(dflt, sizeof(dflt), "%zd", s->deflt);
+        }
+        FC_PUT("\n%s (%s, default %s): %s\n", s->name,
+               s->type == FS_BOOL ? "bool" : "int", dflt, s->doc);
+    }
+#undef FC_PUT
+}
+
+static PyObject *
+fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    FcSettingRef all[FC_MAX_SETTINGS];
+    const char *names[FC_MAX_SETTINGS] = {NULL};
+    PyObject *o[FC_MAX_SETTINGS];
+    Py_ssize_t given[FC_MAX_SETTINGS];
+    int n = fc_settings_all(all);
+    for (int i = 0; i < n; i++) {
+        names[i] = all[i].s->name;
+    }
+    if (fc_parse("configure", args, nargs, kwnames, names, n, 0, 0, o) < 0) {
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        given[i] = FS_UNSET;
+        if (o[i] != NULL && o[i] != Py_None
+            && fc_setting_parse(all[i].s, o[i], &given[i]) < 0) {
+            return NULL;
+        }
+    }
+    /* each owner may refuse (or get ready) before anything changes */
+    for (int i = 0; i < n; ) {
+        const FcBackend *be = all[i].owner;
+        int j = i;
+        while (j < n && all[j].owner == be) {
+            j++;
+        }
+        if (be != NULL && be->check != NULL && be->check(st, &given[i]) < 0) {
+            return NULL;
+        }
+        i = j;
+    }
+    PyObject *old = fc_settings_dict(st);
+    if (old == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < n; ) {
+        const FcBackend *be = all[i].owner;
+        int j = i, any = 0;
+        for (; j < n && all[j].owner == be; j++) {
+            if (given[j] != FS_UNSET) {
+                fc_setting_store(st, all[j].s, given[j]);
+                any = 1;
+            }
+        }
+        if (any && be != NULL && be->apply != NULL && be->apply(st) < 0) {
+            Py_DECREF(old);
+            return NULL;
+        }
+        i = j;
+    }
+    return old;
+}
+
+PyDoc_STRVAR(fc_backends_doc,
+"backends()\n--\n\n"
+"What each buffer backend sees and uses now, by name (numpy, torch, cuda):\n"
+"versions of what is imported (nothing is imported for this), whether the\n"
+"native path is what a copy would take, and its settings.");
+
+static PyObject *
+fc_py_backends(PyObject *module, PyObject *unused)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    PyObject *res = PyDict_New();
+    for (int i = 0; res != NULL && i < fc_nbackends; i++) {
+        const FcBackend *be = fc_backends[i];
+        if (be->info == NULL) {
+            continue;
+        }
+        PyObject *v = be->info(st);
+        if (v == NULL || PyDict_SetItemString(res, be->name, v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(res);
+            break;
+        }
+        Py_DECREF(v);
+    }
+    return res;
+}
+
+PyDoc_STRVAR(fc_trim_doc,
+"trim()\n--\n\n"
+"Give the memory the buffer backends keep (numpy's pool) back to the\n"
+"system.  Returns the number of bytes released.  Blocks in use are not\n"
+"affected.");
+
+static PyObject *
+fc_py_trim(PyObject *module, PyObject *unused)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    size_t n = 0;
+    for (int i = 0; i < fc_nbackends; i++) {
+        if (fc_backends[i]->trim != NULL) {
+            n += fc_backends[i]->trim(st);
+        }
+    }
+    return PyLong_FromSize_t(n);
+}
+
+PyDoc_STRVAR(fc_settings_doc,
+"_settings()\n--\n\n"
+"The settings table: a tuple of (name, owner, type, default, doc), in\n"
+"configure()'s order (for the stubs, the docs and their tests).");
+
+static PyObject *
+fc_py_settings(PyObject *module, PyObject *unused)
+{
+    FcSettingRef all[FC_MAX_SETTINGS];
+    int n = fc_settings_all(all);
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t != NULL && i < n; i++) {
+        const FcSetting *s = all[i].s;
+        PyObject *dflt = s->type == FS_BOOL ? PyBool_FromLong((long)s->deflt)
+                                            : PyLong_FromSsize_t(s->deflt);
+        PyObject *row = dflt == NULL ? NULL
+            : Py_BuildValue("(sssNs)", s->name, all[i].owner ? all[i].owner->name : "core",
+                            s->type == FS_BOOL ? "bool" : "int", dflt, s->doc);
+        if (row == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, row);
+    }
+    return t;
+}
+
+static PyMethodDef fc_settings_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))fc_py_configure,
+     METH_FASTCALL | METH_KEYWORDS, fc_configure_doc},
+    {"backends", fc_py_backends, METH_NOARGS, fc_backends_doc},
+    {"trim", fc_py_trim, METH_NOARGS, fc_trim_doc},
+    {"_settings", fc_py_settings, METH_NOARGS, fc_settings_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+FC_INTERNAL int
+fc_settings_exec(PyObject *module, FcState *st)
+{
+    FcSettingRef all[FC_MAX_SETTINGS];
+    int n = fc_settings_all(all);
+    for (int i = 0; i < n; i++) {
+        fc_setting_store(st, all[i].s, all[i].s->deflt);
+    }
+    fc_settings_make_doc();
+    return PyModule_AddFunctions(module, fc_settings_methods);
+}

@@ -1,0 +1,95 @@
+/*
+ * state.h: the module state, FcState, one per module object (per
+ * interpreter).  Its core -- the stdlib pieces fastcopy follows, interned
+ * names, the plan cache, the memo's spares -- is module.c's, plan.c's and
+ * memo.c's; each buffer backend owns a part of its own (np, torch, cuda),
+ * declared in its header and traversed and cleared by its backend table
+ * (buffers.c); test-only counters and switches are in `test` (testing.h).
+ * Fetched once per top-level call and passed down through FcCtx.
+ */
+#ifndef FASTCOPY_STATE_H
+#define FASTCOPY_STATE_H
+
+#include "fastcopy.h"
+#include "numpy.h"
+#include "torch.h"
+#include "cuda.h"
+#include "testing.h"
+
+struct FcState {
+    /* the stdlib pieces we follow (refreshed when the copy module or its
+       dispatch tables change) */
+    PyObject *copy_module;
+    PyObject *copy_globals;        /* copy.__dict__ */
+    PyObject *error;               /* copy.Error */
+    PyObject *deep_dispatch;       /* copy._deepcopy_dispatch */
+    PyObject *copy_dispatch;       /* copy._copy_dispatch */
+    PyObject *dispatch_table;      /* copy.dispatch_table (copyreg's) */
+    PyObject *reconstruct;         /* copy._reconstruct */
+    PyObject *reconstruct_helper;  /* f(r, x, memo, rv, dc): r(x, memo, *rv, deepcopy=dc) */
+    PyObject *copyreg_globals;     /* copyreg.__dict__, watched */
+    PyObject *copyreg_dispatch;    /* copyreg.dispatch_table, watched */
+    /* the stdlib's original dispatch functions, captured at import */
+    PyObject *orig_deep[FK__COUNT];
+    PyObject *orig_copy[FK__COUNT];
+    PyObject *copyreg_slotnames;   /* copyreg._slotnames */
+    PyObject *copyreg_newobj;      /* copyreg.__newobj__ */
+    int plain_ok;                  /* copyreg's helpers are the originals */
+
+    /* object's own descriptors, to recognise default hooks */
+    PyObject *obj_reduce_ex, *obj_reduce, *obj_getstate, *obj_new;
+    getter dict_getter;            /* the getter of a plain class's __dict__ */
+    PyObject *enum_deepcopy;       /* enum.Enum.__deepcopy__ or NULL */
+    int enum_checked;
+    PyObject *nt_getnewargs_code;  /* collections.namedtuple's __getnewargs__ code */
+    int nt_checked;
+
+    /* value types (plan.c, deepcopy.c "Value types") */
+    uint32_t set_ok;               /* FK_SET/FK_FROZENSET bits: their reduce
+                                      value is known (fc_refresh) */
+    const PyDateTime_CAPI *dt_api; /* datetime's C API once a datetime is met */
+    int dt_checked;
+    PyObject *frac_deepcopy;       /* fractions.Fraction.__deepcopy__, verified */
+    uint64_t frac_ver[2];          /* its globals' and builtins' version tags
+                                      when its names were last checked */
+
+    PyTypeObject *method_type;     /* types.MethodType */
+    PyTypeObject *code_type;
+
+    /* which builtin kinds still have the stdlib's original entry */
+    uint32_t deep_ok, copy_ok;
+    uint64_t gen;                  /* bumped when the watched dicts change */
+    uint64_t seen_gen;             /* gen the caches were computed for */
+#if FC_PY312_PLUS
+    int watcher_id;                /* -1 if none could be had */
+#else
+    uint64_t ver[5];               /* ma_version_tag of the watched dicts */
+#endif
+    int always_refresh;            /* no watcher: re-check every call */
+
+    /* interned names */
+    PyObject *s_deepcopy, *s_copy, *s_reduce_ex, *s_reduce, *s_getstate,
+             *s_setstate, *s_dict, *s_update, *s_append, *s_items, *s_get,
+             *s_new, *s_getnewargs, *s_getnewargs_ex, *s_slotnames,
+             *s_func, *s_self, *s_deepcopy_kw, *s_replace,
+             *s_getinitargs, *s_fraction, *s_type;
+
+    PyObject *empty_tuple;
+    PyObject *nil;                 /* memo.get default, like copy's _nil */
+    PyObject *py_deepcopy;         /* our deepcopy function object */
+
+    PyObject *cowdict_type;        /* set by cowdict.c */
+
+    FcPlan plans[FC_PLAN_SLOTS];   /* plan.c (traverse/clear: fc_plans_*) */
+    FcSpare spare;                 /* the last call's heap buffers (memo.c) */
+    struct FcCtx *shown;           /* calls whose memo a hook sees right now,
+                                      innermost first (memo.c; GIL builds) */
+
+    /* the buffer backends' parts (buffers.c's registry) */
+    FcNumpyState np;
+    FcTorchState torch;
+    FcCudaState cuda;
+    FcTestState test;              /* testing.h */
+};
+
+#endif /* FASTCOPY_STATE_H */

@@ -1,0 +1,58 @@
+/*
+ * testing.c: the module's test-only functions and their state (testing.h).
+ * Tests read the counters to prove a path was taken (a flush, a CUDA batch,
+ * the memo shown to a hook) and drive the CUDA path through the fake
+ * driver (tests/fakecuda).
+ */
+#include "fastcopy.h"
+#include "testing.h"
+#include "state.h"
+
+PyDoc_STRVAR(fc_defer_stats_doc,
+"_defer_stats()\n--\n\n"
+"Tests: how many times deferred byte copies were flushed, how many CUDA\n"
+"batches were submitted since the module was loaded, and the path the last\n"
+"one took (as fastcopy._cuda.copy_batch names it).");
+
+static PyObject *
+fc_py_defer_stats(PyObject *module, PyObject *unused)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    return Py_BuildValue("{s:n,s:n,s:z}", "flushes", st->test.defer_flushes,
+                         "cuda_batches", st->test.cuda_batches,
+                         "cuda_last_path", st->test.cuda_last_path);
+}
+
+PyDoc_STRVAR(fc_fake_cuda_doc,
+"_fake_cuda(device, stream)\n--\n\n"
+"Tests only: send the byte copies of CPU tensors through the CUDA path as\n"
+"if they lived on `device` (-1: stop), enqueued on `stream`, so that a fake\n"
+"driver (tests/fakecuda) sees them.  Never use with a real driver.");
+
+static PyObject *
+fc_py_fake_cuda(PyObject *module, PyObject *args)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    int device;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "iK:_fake_cuda", &device, &stream)) {
+        return NULL;
+    }
+    st->test.fake_device = device < 0 ? -1 : device;
+    st->test.fake_stream = (uintptr_t)stream;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fc_testing_methods[] = {
+    {"_defer_stats", fc_py_defer_stats, METH_NOARGS, fc_defer_stats_doc},
+    {"_fake_cuda", fc_py_fake_cuda, METH_VARARGS, fc_fake_cuda_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+FC_INTERNAL int
+fc_testing_exec(PyObject *module, FcState *st)
+{
+    memset(&st->test, 0, sizeof(st->test));
+    st->test.fake_device = -1;
+    return PyModule_AddFunctions(module, fc_testing_methods);
+}

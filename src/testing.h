@@ -1,0 +1,28 @@
+/*
+ * testing.h: what exists only so that tests can look inside (testing.c):
+ * counters the copy paths bump, the fake-CUDA switch, and the functions
+ * that read and set them (_defer_stats, _fake_cuda; _sysinfo's counters).
+ * Nothing here changes what a copy returns, except _fake_cuda, which only
+ * the fake driver's tests (tests/fakecuda) turn on.
+ */
+#ifndef FASTCOPY_TESTING_H
+#define FASTCOPY_TESTING_H
+
+#include "fastcopy.h"
+
+/* FcState.test */
+typedef struct {
+    int fake_device;               /* CPU tensor copies go to this CUDA device (-1 off) */
+    uintptr_t fake_stream;         /* ... on this stream */
+    Py_ssize_t defer_flushes;      /* deferred byte copies flushed */
+    Py_ssize_t cuda_batches;       /* CUDA batches submitted */
+    const char *cuda_last_path;    /* path of the last batch (fastcopy._cuda's static string) */
+    Py_ssize_t memo_shown;         /* a memo shown to a hook */
+    Py_ssize_t memo_borrowed;      /* ... lent to a nested call */
+    Py_ssize_t memo_to_dict;       /* ... turned into the dict for good */
+} FcTestState;
+
+/* Defaults, and the test-only functions added to the module.  0 | -1+exc */
+FC_INTERNAL int fc_testing_exec(PyObject *module, FcState *st);
+
+#endif /* FASTCOPY_TESTING_H */
