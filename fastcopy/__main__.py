@@ -156,9 +156,9 @@ _version = _bench.library_version
 
 def _import_matplotlib():
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found]  # optional
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found]
     except ImportError:
         return None
     return plt

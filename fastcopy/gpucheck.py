@@ -33,7 +33,7 @@ import sys
 import time
 
 import fastcopy
-from fastcopy import _cuda
+from fastcopy import _cuda  # type: ignore[attr-defined]  # a C extension: no stub of its own
 from fastcopy._snapshot import snapshot
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
