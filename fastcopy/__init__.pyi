@@ -149,7 +149,7 @@ def trim() -> int:
     """Give the buffer pool's cached memory back; returns the number of bytes released."""
 
 def backends() -> dict[str, Any]:
-    """The copy backends available in this process (cpu, numpy, torch, cuda) and their state."""
+    """What the buffer backends (numpy, torch, cuda) see and do, one dict each; imports nothing."""
 
 def snapshot(x: _T, *, device: Any = "cpu", pin_memory: bool = False) -> _T:
     """A deep copy whose torch tensors are created on device (a str or torch.device).
