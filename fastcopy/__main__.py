@@ -3,6 +3,9 @@
 fastcopy itself is imported inside :func:`main`, after argument parsing, so ``--help`` and
 ``--list`` work on a checkout whose C core is not built yet.
 """
+# Untyped on purpose (a command-line tool; its optional imports (matplotlib, copium) may be absent or
+# have no stubs, and `python -m mypy.stubtest fastcopy` builds every submodule):
+# mypy: ignore-errors
 import argparse
 import json
 import os
@@ -156,9 +159,9 @@ _version = _bench.library_version
 
 def _import_matplotlib():
     try:
-        import matplotlib  # type: ignore[import-not-found]  # optional
+        import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # type: ignore[import-not-found]
+        import matplotlib.pyplot as plt
     except ImportError:
         return None
     return plt
