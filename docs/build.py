@@ -3,7 +3,10 @@
 Uses the ``markdown`` package (with its tables and fenced_code extensions) when it is installed,
 otherwise a small stdlib converter that knows what these pages use: headings, paragraphs, lists,
 fenced code, tables, inline code, emphasis and links.  Links to ``page.md`` become ``page.html``.
-Exit status 1 if a page links to a .md page that does not exist.
+
+Checks every relative link in the pages, in README.md and in benchmarks/README.md: the file it
+names must exist, and a ``#fragment`` into a Markdown file must be one of its headings' anchors
+as GitHub makes them (see :func:`slug`).  Exit status 1 if any link is broken.
 """
 import html
 import os
@@ -11,7 +14,10 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "_build")
+# Markdown files outside docs/ whose links are checked too
+CHECKED_ELSEWHERE = ["README.md", os.path.join("benchmarks", "README.md")]
 ORDER = ["index", "patching", "api", "cowdict", "buffers-cuda", "semantics", "real-world"]
 
 PAGE = """<!doctype html>
@@ -117,6 +123,131 @@ def to_html(text):
     return markdown.markdown(text, extensions=["tables", "fenced_code"])
 
 
+# ------------------------------------------------------------------ links
+
+_FENCE = re.compile(r"^```.*?^```[^\n]*$", re.M | re.S)
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+_CODE = re.compile(r"%s|%s" % (_FENCE.pattern, _CODE_SPAN.pattern), re.M | re.S)
+_LINK = re.compile(r"(\]\(\s*<?)([^()\s<>]+)(>?(?:\s+\"[^\"]*\")?\s*\))")
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.M)
+_HTML_ANCHOR = re.compile(r"<a\s[^>]*(?:id|name)=\"([^\"]+)\"", re.I)
+_HTML_ID = re.compile(r"\sid=\"([^\"]+)\"")
+_HTML_HREF = re.compile(r"<a\s[^>]*href=\"([^\"]+)\"")
+_HTML_HEADING = re.compile(r"<h([1-6])>(.*?)</h\1>", re.S)
+
+
+def _prose_sub(pattern, repl, text):
+    """pattern.sub(repl, ...) on text outside fenced code blocks and code spans."""
+    out, last = [], 0
+    for m in _CODE.finditer(text):
+        out.append(pattern.sub(repl, text[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(pattern.sub(repl, text[last:]))
+    return "".join(out)
+
+
+def _is_url(link):
+    return bool(re.match(r"[a-zA-Z][\w+.-]*:", link)) or link.startswith("//")
+
+
+def slug(heading):
+    """The anchor GitHub gives a heading: its text (markup dropped: code spans keep their
+    content, links their text) lower-cased, every character that is not a letter, digit,
+    underscore, hyphen or space removed, each space made a hyphen."""
+    text = re.sub(r"`+([^`]*)`+", r"\1", heading)
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = html.unescape(re.sub(r"<[^>]+>", "", text))
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return text.replace(" ", "-")
+
+
+class _Slugs:
+    """GitHub's de-duplication: the second heading with a slug gets -1, the third -2, ..."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def __call__(self, heading):
+        base = slug(heading)
+        n = self.seen.get(base, 0)
+        self.seen[base] = n + 1
+        return base if n == 0 else "%s-%d" % (base, n)
+
+
+def anchors(text):
+    """Every anchor of a Markdown text: its headings' slugs and explicit <a id/name=...>."""
+    slugs = _Slugs()
+    out = {slugs(h) for h in _HEADING.findall(_FENCE.sub("", text))}
+    out.update(_HTML_ANCHOR.findall(text))
+    return out
+
+
+def _anchors_of(path, cache):
+    if path not in cache:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if path.endswith(".md"):
+            cache[path] = anchors(text)
+        else:
+            cache[path] = set(_HTML_ID.findall(text)) | set(_HTML_ANCHOR.findall(text))
+    return cache[path]
+
+
+def _check(link, source, cache):
+    """Why a relative link from the file source leads nowhere, or None if it is fine (URLs
+    are not followed).  A #fragment is checked in .md and .html targets."""
+    if _is_url(link):
+        return None
+    target, _, fragment = link.partition("#")
+    dest = os.path.normpath(os.path.join(os.path.dirname(source), target)) if target else source
+    if not os.path.exists(dest):
+        return "no such file"
+    if fragment and dest.endswith((".md", ".html")) and fragment not in _anchors_of(dest, cache):
+        return "no such heading"
+    return None
+
+
+def broken_links(path, cache=None):
+    """The relative links of the Markdown file at path that lead nowhere, as strings."""
+    cache = {} if cache is None else cache
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    links = []
+    _prose_sub(_LINK, lambda m: links.append(m.group(2)) or m.group(0), text)
+    where = os.path.relpath(path, ROOT)
+    return ["%s -> %s (%s)" % (where, link, why)
+            for link in links for why in [_check(link, path, cache)] if why]
+
+
+def check_links(names=None):
+    """Broken relative links in the docs pages and in the other Markdown files checked."""
+    names = pages() if names is None else names
+    paths = [os.path.join(HERE, n + ".md") for n in names]
+    paths += [p for p in (os.path.join(ROOT, q) for q in CHECKED_ELSEWHERE) if os.path.exists(p)]
+    cache = {}
+    return [b for p in paths for b in broken_links(p, cache)]
+
+
+def _html_link(link, names, up):
+    """A page's link as the built page in out/ needs it: page.md -> page.html, any other
+    relative path re-rooted from out/ (up: the way from out/ back to docs/)."""
+    if _is_url(link) or link.startswith("#"):
+        return link
+    target, sep, fragment = link.partition("#")
+    if target.endswith(".md") and target[:-3] in names:
+        return target[:-3] + ".html" + sep + fragment
+    return up + "/" + link
+
+
+def _heading_ids(body):
+    """Give each <hN> the id its Markdown heading has on GitHub, so #fragments work here too."""
+    slugs = _Slugs()
+    return _HTML_HEADING.sub(
+        lambda m: '<h%s id="%s">%s</h%s>' % (m.group(1), slugs(m.group(2)), m.group(2),
+                                             m.group(1)), body)
+
+
 # ------------------------------------------------------------------ build
 
 def pages():
@@ -125,21 +256,32 @@ def pages():
 
 
 def build(out=OUT):
+    """Write the pages into out; returns (page names, broken links: in the Markdown sources
+    and in the built pages)."""
     names = pages()
     os.makedirs(out, exist_ok=True)
+    up = os.path.relpath(HERE, out).replace(os.sep, "/")
     nav = " ".join('<a href="%s.html">%s</a>' % (n, n) for n in names)
-    broken = []
+    broken = check_links(names)
+    written = []
     for name in names:
         with open(os.path.join(HERE, name + ".md"), encoding="utf-8") as f:
             text = f.read()
-        for target in re.findall(r"\]\(([\w.-]+)\.md(?:#[\w-]*)?\)", text):
-            if target not in names:
-                broken.append("%s.md -> %s.md" % (name, target))
-        text = re.sub(r"\]\(([\w.-]+)\.md(#[\w-]*)?\)", r"](\1.html\2)", text)
+        text = _prose_sub(_LINK, lambda m: m.group(1) + _html_link(m.group(2), names, up)
+                          + m.group(3), text)
         m = re.search(r"^#\s+(.*)$", text, re.M)
         title = m.group(1) if m else name
-        with open(os.path.join(out, name + ".html"), "w", encoding="utf-8") as f:
-            f.write(PAGE.format(title=html.escape(title), nav=nav, body=to_html(text)))
+        written.append(os.path.join(out, name + ".html"))
+        with open(written[-1], "w", encoding="utf-8") as f:
+            f.write(PAGE.format(title=html.escape(title), nav=nav,
+                                body=_heading_ids(to_html(text))))
+    cache = {}
+    for page in written:
+        with open(page, encoding="utf-8") as f:
+            hrefs = _HTML_HREF.findall(f.read())
+        broken += ["%s -> %s (%s)" % (os.path.relpath(page, ROOT), href, why)
+                   for href in map(html.unescape, hrefs)
+                   for why in [_check(href, page, cache)] if why]
     return names, broken
 
 

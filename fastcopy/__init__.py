@@ -58,20 +58,10 @@ _G_COPY = "_fastcopy_copy"
 
 
 def _trampolines():
-    # Compiled with copy's globals in mind: the names are looked up in the
-    # copy module, where patch() puts them.
-    ns = {}
-    exec(
-        "def deepcopy(x, memo=None, _nil=[]):\n"
-        "    return %s(x, memo, _nil)\n"
-        "def copy(x):\n"
-        "    return %s(x)\n" % (_G_DEEP, _G_COPY),
-        ns,
-    )
-    return (ns["deepcopy"].__code__.replace(co_name="deepcopy",
-                                            co_filename=_STD_DEEPCOPY_CODE.co_filename),
-            ns["copy"].__code__.replace(co_name="copy",
-                                        co_filename=_STD_COPY_CODE.co_filename))
+    # Their names (_G_DEEP, _G_COPY) are looked up in the copy module, where
+    # patch() puts them.  A real file, so tracebacks show a real line.
+    from . import _trampoline
+    return _trampoline.deepcopy.__code__, _trampoline.copy.__code__
 
 
 _TRAMP_DEEPCOPY, _TRAMP_COPY = _trampolines()

@@ -5,7 +5,8 @@ import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager
 from copy import Error as Error
-from typing import Any, Protocol, TypeVar, overload
+from types import GenericAlias
+from typing import Any, ClassVar, Protocol, TypedDict, TypeVar, final, overload, type_check_only
 
 from typing_extensions import Self
 
@@ -68,8 +69,13 @@ def patched() -> AbstractContextManager[None]:
 def is_patched() -> bool:
     """Whether the copy module's functions are fastcopy's right now."""
 
+@final  # the C type has no Py_TPFLAGS_BASETYPE: it cannot be subclassed
 class cowdict(MutableMapping[_KT, _VT]):
     """A dict whose copies share one table until one of them is written (copy-on-write)."""
+
+    # the keys/values/items view and iterator types the C type builds its helpers from
+    # (src/cowdict.c), kept in the type's own dict; not for use
+    __cowdict_types__: ClassVar[tuple[type, ...]]
 
     @overload
     def __init__(self) -> None: ...
@@ -113,15 +119,37 @@ class cowdict(MutableMapping[_KT, _VT]):
     def __ior__(self, other: Mapping[_KT, _VT], /) -> Self: ...
     @overload
     def __ior__(self, other: Iterable[tuple[_KT, _VT]], /) -> Self: ...
+    def __class_getitem__(cls, item: Any, /) -> GenericAlias: ...
 
-def configure(**options: Any) -> dict[str, Any]:
-    """Set process-wide options by keyword; returns the previous settings (configure(**old) restores them)."""
+@type_check_only
+class _Settings(TypedDict):
+    """Every configure() keyword with its current value: what configure() returns."""
+
+    numpy_threads: int             # default: half the usable CPUs, 1 to 4
+    numpy_parallel_min_bytes: int  # default: 8 MiB
+    numpy_pool: bool               # default: False
+    numpy_pool_max_bytes: int      # default: 1 GiB
+    torch_defer: bool              # default: True
+    torch_cuda: bool               # default: False
+
+# A keyword left as None keeps its value; the ints must be >= 0 (numpy_threads=0: the default,
+# above 64: 64); the bools take any object's truth value.
+def configure(
+    *,
+    numpy_threads: int | None = None,
+    numpy_parallel_min_bytes: int | None = None,
+    numpy_pool: bool | None = None,
+    numpy_pool_max_bytes: int | None = None,
+    torch_defer: bool | None = None,
+    torch_cuda: bool | None = None,
+) -> _Settings:
+    """Tune the buffer backends; returns the previous settings (configure(**old) restores them)."""
 
 def trim() -> int:
     """Give the buffer pool's cached memory back; returns the number of bytes released."""
 
 def backends() -> dict[str, Any]:
-    """The copy backends available in this process (cpu, numpy, torch, cuda) and their state."""
+    """What the buffer backends (numpy, torch, cuda) see and do, one dict each; imports nothing."""
 
 def snapshot(x: _T, *, device: Any = "cpu", pin_memory: bool = False) -> _T:
     """A deep copy whose torch tensors are created on device (a str or torch.device).

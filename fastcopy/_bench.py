@@ -412,6 +412,16 @@ def _calibrate(fn, payload, each, target, clock):
 class Result:
     __slots__ = ("workload", "size", "labels", "times", "samples", "loops", "errors",
                  "calls_per_op")
+    # declared for type checkers (stubtest reads this module as its own stub): slots alone
+    # are invisible to them
+    workload: Workload
+    size: str
+    labels: dict[str, str]
+    times: dict[str, float]
+    samples: dict[str, list[float]]
+    loops: dict[str, int]
+    errors: dict[str, str]
+    calls_per_op: int
 
     def ratio(self, impl):
         """How many times faster than the stdlib (None if either is missing)."""

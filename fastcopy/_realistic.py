@@ -33,6 +33,10 @@ native memo and ``on_incompatible="raise"``; if that raises, copium is timed wit
 
 Nothing here imports fastcopy, copium or any benchmarked library at import time.
 """
+# Untyped on purpose (a benchmark driver): mypy, which `python -m mypy.stubtest fastcopy` runs on
+# every submodule, would otherwise report its untyped module-level dicts and the pydantic models
+# declared inside a function (pydantic is imported only when the suite runs).
+# mypy: ignore-errors
 import collections
 import dataclasses
 import datetime

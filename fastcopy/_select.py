@@ -18,7 +18,7 @@ path, with nothing half-done anywhere.
 """
 from collections.abc import Mapping, MutableMapping
 
-from . import _fastcopy
+from . import _fastcopy  # type: ignore[attr-defined]  # a C extension: no stub of its own
 
 
 class _Node:

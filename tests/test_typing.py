@@ -1,7 +1,8 @@
 """The stubs (fastcopy/__init__.pyi) under mypy: snippets that must pass, one that must fail.
 
 The mypy tests are skipped when mypy is not installed; mypy only reads the snippets, it never
-runs them.  test_runtime_names_are_typed needs no mypy.
+runs them.  test_runtime_names_are_typed needs no mypy.  test_stubtest_clean runs
+``python -m mypy.stubtest fastcopy``: the stubs against the imported package.
 """
 import ast
 import os
@@ -69,7 +70,10 @@ assert_type(list(reversed(d)), list[str])
 for k in d:
     assert_type(k, str)
 
-assert_type(fastcopy.configure(), dict[str, Any])
+old = fastcopy.configure(numpy_threads=2, numpy_pool=True, torch_defer=None)
+assert_type(old["numpy_threads"], int)
+assert_type(old["numpy_pool"], bool)
+fastcopy.configure(**old)
 assert_type(fastcopy.trim(), int)
 assert_type(fastcopy.backends(), dict[str, Any])
 assert_type(fastcopy.snapshot(xs), list[int])
@@ -100,6 +104,10 @@ d["a"] = "b"                           # E: value type
 fastcopy.deepcopy(xs, share=3)         # E: not a type / predicate
 fastcopy.snapshot(xs, "cpu")           # E: device is keyword-only
 fastcopy.no_such_function()            # E: not exported
+fastcopy.configure(numpy_threads="4")  # E: an int
+fastcopy.configure(no_such_option=1)   # E: every keyword is named
+fastcopy.configure(None)               # E: keywords only
+class Sub(cowdict[str, int]): ...      # E: cowdict is final
 """
 
 
@@ -160,10 +168,27 @@ def stub_names():
 
 
 def test_runtime_names_are_typed():
-    # every public name the package exports at run time has a stub (the stubs may run ahead)
+    # every public name the package exports at run time has a stub (stubtest checks the converse)
     try:
         import fastcopy
     except ImportError as exc:
         pytest.skip(f"fastcopy not importable: {exc}")
     missing = sorted(set(fastcopy.__all__) - stub_names())
     assert missing == []
+
+
+def test_stubtest_clean(tmp_path):
+    # stubtest imports the package and compares every name, signature, default and class flag
+    # with the stubs, the submodules (their own stubs) included
+    pytest.importorskip("mypy.stubtest")
+    try:
+        import fastcopy
+    except ImportError as exc:
+        pytest.skip(f"fastcopy not importable: {exc}")
+    where = os.path.dirname(os.path.dirname(os.path.abspath(fastcopy.__file__)))
+    path = os.pathsep.join(p for p in (where, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=path, MYPYPATH=where)
+    # run from tmp_path: stubtest keeps mypy's cache in the working directory
+    proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--concise", "fastcopy"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
