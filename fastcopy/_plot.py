@@ -37,7 +37,8 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise MissingMatplotlib("charts need matplotlib (%s): %s" % (exc, INSTALL_HINT)) from exc
+        raise MissingMatplotlib("charts need matplotlib, which is not importable (%s); "
+                                "install it with: %s" % (exc, INSTALL_HINT)) from exc
     return plt
 
 
@@ -126,14 +127,15 @@ def _speedup_chart(plt, rows, series, path, title, xlabel, note=None):
     ax.minorticks_off()
     ax.set_yticks(range(n))
     ax.set_yticklabels([label for _, label in rows], fontsize=8)
-    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_ylim(max(n, 1) - 0.5, -0.5)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", which="major", linewidth=0.3, alpha=0.6)
     ax.set_title(title, fontsize=9.5)
     # below the axis, outside the bars: one line per series
     foot = 0.2 * k + (0.2 if note else 0.0) + 0.1
-    fig.legend(loc="lower center", bbox_to_anchor=(0.5, (0.2 if note else 0.0) / fig_h),
-               ncol=1, fontsize=8, frameon=False)
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(loc="lower center", bbox_to_anchor=(0.5, (0.2 if note else 0.0) / fig_h),
+                   ncol=1, fontsize=8, frameon=False)
     if note:
         fig.text(0.5, 0.05 / fig_h, note, fontsize=7, va="bottom", ha="center")
     fig.tight_layout(rect=(0, foot / fig_h, 1, 1))
@@ -147,6 +149,7 @@ def plot_bench(doc, path, title=None):
     speed over the stdlib from the same run (stdlib time / its time), log scale; a dashed line
     per implementation at its geometric mean over the workloads (as in the text table).
     Returns {implementation: geometric mean}."""
+    check_path(path)
     plt = pyplot()
     results = doc["results"]
     order = ("fastcopy", "copium", "pickle")
@@ -181,6 +184,7 @@ def plot_realistic(doc, path, title=None):
     stdlib, log scale, geometric means over all rows marked; copium bars timed with its dict
     memo (its native one raised there) are hatched.  Skipped and crashed workloads have no row.
     Returns {implementation: geometric mean}."""
+    check_path(path)
     plt = pyplot()
     rows_in = doc["rows"]
     rows = [("%s/%s" % (r["workload"], r["mode"]), "%s (%s)" % (r["workload"], r["mode"]))
@@ -242,6 +246,7 @@ def plot_profile(sites, path, top=10, title=None):
 
     In the SVG each bar part is a ``<g>`` with id ``site:RANK:objects`` or
     ``site:RANK:buffers`` (RANK from 1)."""
+    check_path(path)
     plt = pyplot()
     if isinstance(sites, dict):
         sites = sites.get("sites", [])
@@ -254,9 +259,9 @@ def plot_profile(sites, path, top=10, title=None):
         total = s.get("total_s") or 0.0
         buf_s = min(s.get("buffer_s") or 0.0, total)
         obj_s = total - buf_s
-        parts = [("objects", 0.0, obj_s, _OBJECTS_COLOR, "copying objects")]
+        parts = [("objects", 0.0, obj_s, _OBJECTS_COLOR, "copying objects (all of it where no buffer time was measured)")]
         if buf_s > 0:
-            parts.append(("buffers", obj_s, buf_s, _BUFFERS_COLOR, "copying buffers"))
+            parts.append(("buffers", obj_s, buf_s, _BUFFERS_COLOR, "copying buffers (measured)"))
         for part, left, width, color, label in parts:
             if width <= 0 and part == "objects" and buf_s > 0:
                 continue
@@ -270,13 +275,14 @@ def plot_profile(sites, path, top=10, title=None):
             notes.append("%d objects" % s["objects"])
         nbytes = s.get("buffer_bytes") or 0
         if nbytes:
-            notes.append("%s of buffers%s" % (_fmt_bytes(nbytes),
-                                               "" if buf_s > 0 else " (time not measured)"))
-        ax.text(total + longest * 0.01, i, ", ".join(notes), va="center", fontsize=7)
+            notes.append("%s of buffers%s" % (_fmt_bytes(nbytes), "" if buf_s > 0
+                                               else " (their time not measured)"))
+        ax.text(total + longest * 0.01, i, ", ".join(notes[:2]) + "\n" + ", ".join(notes[2:]),
+                va="center", fontsize=7)
     ax.set_yticks(range(n))
     ax.set_yticklabels([_site_label(s) for s in chosen], fontsize=8)
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.set_xlim(0, longest * 1.6)
+    ax.set_ylim(max(n, 1) - 0.5, -0.5)
+    ax.set_xlim(0, longest * 1.75)
     ax.set_xlabel("total time in deepcopy/copy at the call site (s)")
     ax.set_title(title or "fastcopy profile: top %d call sites by total copy time" % n,
                  fontsize=10)
