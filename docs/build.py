@@ -2,15 +2,20 @@
 
 Uses the ``markdown`` package (with its tables and fenced_code extensions) when it is installed,
 otherwise a small stdlib converter that knows what these pages use: headings, paragraphs, lists,
-fenced code, tables, inline code, emphasis and links.  Links to ``page.md`` become ``page.html``.
-Exit status 1 if a page links to a .md page that does not exist.
+fenced code, tables, inline code, emphasis, links and images.  Links to ``page.md`` become
+``page.html``; images under docs/ (``img/*.svg``) are copied next to the pages.
+Exit status 1 if a page links to a .md page that does not exist, or if a page or the README
+refers to a local file or image that does not exist or to a heading anchor another .md file
+does not have (``../README.md#benchmarks``).
 """
 import html
 import os
 import re
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "_build")
 ORDER = ["index", "patching", "api", "cowdict", "buffers-cuda", "semantics", "real-world"]
 
@@ -38,6 +43,7 @@ def _inline(text):
             out.append("<code>%s</code>" % html.escape(part[1:-1]))
             continue
         part = html.escape(part, quote=False)
+        part = re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", r'<img src="\2" alt="\1">', part)
         part = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', part)
         part = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", part)
         part = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", part)
@@ -76,7 +82,10 @@ def fallback_markdown(text):
             i = j + 1
             continue
         m = re.match(r"(#{1,6})\s+(.*)", line)
-        if m:
+        if line.startswith("<!--") and line.rstrip().endswith("-->"):
+            flush()
+            out.append(line)                       # a comment stays a comment
+        elif m:
             flush()
             n = len(m.group(1))
             out.append("<h%d>%s</h%d>" % (n, _inline(m.group(2)), n))
@@ -117,6 +126,74 @@ def to_html(text):
     return markdown.markdown(text, extensions=["tables", "fenced_code"])
 
 
+# ------------------------------------------------------------------ references
+
+# [text](target) and ![alt](target) outside code; <img src="target">
+_REF = re.compile(r"(!?)\[[^\]]*\]\(([^)\s]+)\)|<img\s[^>]*?src=\"([^\"]+)\"")
+
+
+def _unfenced(text):
+    """``text`` with fenced code blocks blanked."""
+    return re.sub(r"(?ms)^```.*?^```", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _prose(text):
+    """``text`` with fenced blocks and inline code blanked (they hold example links)."""
+    return re.sub(r"`[^`\n]+`", lambda m: " " * len(m.group(0)), _unfenced(text))
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    h = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading.strip())
+    return re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-")
+
+
+def anchors(path):
+    with open(path, encoding="utf-8") as f:
+        return {slug(h) for h in re.findall(r"(?m)^#{1,6}\s+(.*?)\s*#*$", _unfenced(f.read()))}
+
+
+def check_refs(path):
+    """Problems with the local links and images of the Markdown file ``path``: a target file
+    that does not exist, or an anchor the target .md file (or the page itself) does not have.
+    Remote (``scheme:``) targets are not fetched."""
+    with open(path, encoding="utf-8") as f:
+        text = _prose(f.read())
+    problems, here = [], os.path.dirname(path)
+    for m in _REF.finditer(text):
+        image = bool(m.group(1) or m.group(3))
+        target = m.group(2) or m.group(3)
+        if re.match(r"[a-z][\w+.-]*:", target):
+            continue
+        name, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(here, name)) if name else path
+        what = "image" if image else "link"
+        if not os.path.exists(dest):
+            problems.append("%s: %s %s: no such file" % (os.path.relpath(path, ROOT), what,
+                                                          target))
+        elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+            problems.append("%s: %s %s: %s has no heading #%s"
+                            % (os.path.relpath(path, ROOT), what, target,
+                               os.path.relpath(dest, ROOT), anchor))
+    return problems
+
+
+def images(path):
+    """Local image files ``path`` refers to, as paths relative to docs/ (only those inside)."""
+    with open(path, encoding="utf-8") as f:
+        text = _prose(f.read())
+    out = []
+    for m in _REF.finditer(text):
+        target = m.group(2) if m.group(1) else m.group(3)
+        if not target or re.match(r"[a-z][\w+.-]*:", target):
+            continue
+        rel = os.path.relpath(os.path.normpath(os.path.join(os.path.dirname(path), target)),
+                              HERE)
+        if not rel.startswith("..") and os.path.isfile(os.path.join(HERE, rel)):
+            out.append(rel)
+    return out
+
+
 # ------------------------------------------------------------------ build
 
 def pages():
@@ -140,6 +217,12 @@ def build(out=OUT):
         title = m.group(1) if m else name
         with open(os.path.join(out, name + ".html"), "w", encoding="utf-8") as f:
             f.write(PAGE.format(title=html.escape(title), nav=nav, body=to_html(text)))
+        path = os.path.join(HERE, name + ".md")
+        broken += check_refs(path)
+        for rel in images(path):
+            os.makedirs(os.path.dirname(os.path.join(out, rel)) or out, exist_ok=True)
+            shutil.copyfile(os.path.join(HERE, rel), os.path.join(out, rel))
+    broken += check_refs(os.path.join(ROOT, "README.md"))
     return names, broken
 
 
@@ -147,7 +230,7 @@ def main(argv=None):
     names, broken = build()
     print("wrote %d pages to %s" % (len(names), os.path.relpath(OUT)))
     for b in broken:
-        print("broken link:", b, file=sys.stderr)
+        print("broken reference:", b, file=sys.stderr)
     return 1 if broken else 0
 
 
