@@ -93,7 +93,7 @@ def _speedup_chart(plt, rows, series, path, title, xlabel, note=None):
     """Horizontal grouped bars on a log axis.  ``rows``: [(key, label)]; ``series``:
     [(name, label, {key: ratio or None}, {key: hatch})].  Returns the geometric means."""
     n, k = len(rows), max(1, len(series))
-    fig_h = max(3.0, 0.16 * n * k + 0.25 * n + 2.0 + 0.2 * k)
+    fig_h = max(3.0, 0.13 * n * k + 0.12 * n + 2.2 + 0.2 * k)
     fig, ax = plt.subplots(figsize=(9.5, fig_h))
     bar_h = 0.8 / k
     means = {}
