@@ -252,20 +252,24 @@ def plot_profile(sites, path, top=10, title=None):
         sites = sites.get("sites", [])
     chosen = sorted(sites, key=lambda s: -(s.get("total_s") or 0.0))[:max(0, top)]
     n = len(chosen)
-    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.42 * n + 1.6)))
+    fig_h = max(2.5, 0.42 * n + 2.0)
+    fig, ax = plt.subplots(figsize=(10, fig_h))
     longest = max([s.get("total_s") or 0.0 for s in chosen] + [1e-9])
+    unit, scale = next((u, k) for u, k in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+                       if longest >= k or u == "ns")
     seen = set()
     for i, s in enumerate(chosen):
         total = s.get("total_s") or 0.0
         buf_s = min(s.get("buffer_s") or 0.0, total)
         obj_s = total - buf_s
-        parts = [("objects", 0.0, obj_s, _OBJECTS_COLOR, "copying objects (all of it where no buffer time was measured)")]
+        parts = [("objects", 0.0, obj_s, _OBJECTS_COLOR,
+                  "copying objects (all of it where no buffer time was measured)")]
         if buf_s > 0:
             parts.append(("buffers", obj_s, buf_s, _BUFFERS_COLOR, "copying buffers (measured)"))
         for part, left, width, color, label in parts:
             if width <= 0 and part == "objects" and buf_s > 0:
                 continue
-            bar = ax.barh([i], [width], left=left, height=0.7, color=color,
+            bar = ax.barh([i], [width / scale], left=left / scale, height=0.7, color=color,
                           label=None if part in seen else label)[0]
             bar.set_gid("site:%d:%s" % (i + 1, part))
             seen.add(part)
@@ -277,17 +281,18 @@ def plot_profile(sites, path, top=10, title=None):
         if nbytes:
             notes.append("%s of buffers%s" % (_fmt_bytes(nbytes), "" if buf_s > 0
                                                else " (their time not measured)"))
-        ax.text(total + longest * 0.01, i, ", ".join(notes[:2]) + "\n" + ", ".join(notes[2:]),
+        ax.text((total + longest * 0.01) / scale, i,
+                "\n".join(", ".join(line) for line in (notes[:2], notes[2:]) if line),
                 va="center", fontsize=7)
     ax.set_yticks(range(n))
     ax.set_yticklabels([_site_label(s) for s in chosen], fontsize=8)
     ax.set_ylim(max(n, 1) - 0.5, -0.5)
-    ax.set_xlim(0, longest * 1.75)
-    ax.set_xlabel("total time in deepcopy/copy at the call site (s)")
+    ax.set_xlim(0, longest * 1.75 / scale)
+    ax.set_xlabel("total time in deepcopy/copy at the call site (%s)" % unit)
     ax.set_title(title or "fastcopy profile: top %d call sites by total copy time" % n,
                  fontsize=10)
     if seen:
-        ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
+        fig.legend(loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / fig_h if seen else 0, 1, 1))
     _save(plt, fig, path)
     return chosen
