@@ -2,7 +2,8 @@
 
 Uses the ``markdown`` package (with its tables and fenced_code extensions) when it is installed,
 otherwise a small stdlib converter that knows what these pages use: headings, paragraphs, lists,
-fenced code, tables, inline code, emphasis and links.  Links to ``page.md`` become ``page.html``.
+fenced code, tables, inline code, emphasis, links and images.  Links to ``page.md`` become
+``page.html``; images under docs/ (``img/*.svg``) are copied next to the pages and must exist.
 
 Checks every relative link in the pages, in README.md and in benchmarks/README.md: the file it
 names must exist, and a ``#fragment`` into a Markdown file must be one of its headings' anchors
@@ -11,6 +12,7 @@ as GitHub makes them (see :func:`slug`).  Exit status 1 if any link is broken.
 import html
 import os
 import re
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,6 +46,7 @@ def _inline(text):
             out.append("<code>%s</code>" % html.escape(part[1:-1]))
             continue
         part = html.escape(part, quote=False)
+        part = re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", r'<img src="\2" alt="\1">', part)
         part = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", r'<a href="\2">\1</a>', part)
         part = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", part)
         part = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", part)
@@ -82,7 +85,10 @@ def fallback_markdown(text):
             i = j + 1
             continue
         m = re.match(r"(#{1,6})\s+(.*)", line)
-        if m:
+        if line.startswith("<!--") and line.rstrip().endswith("-->"):
+            flush()
+            out.append(line)                       # a comment stays a comment
+        elif m:
             flush()
             n = len(m.group(1))
             out.append("<h%d>%s</h%d>" % (n, _inline(m.group(2)), n))
@@ -248,6 +254,64 @@ def _heading_ids(body):
                                              m.group(1)), body)
 
 
+# ------------------------------------------------------------------ images
+
+# [text](target) and ![alt](target) outside code; <img src="target">
+_REF = re.compile(r"(!?)\[[^\]]*\]\(([^)\s]+)\)|<img\s[^>]*?src=\"([^\"]+)\"")
+
+
+def _unfenced(text):
+    """``text`` with fenced code blocks blanked."""
+    return re.sub(r"(?ms)^```.*?^```", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _prose(text):
+    """``text`` with fenced blocks and inline code blanked (they hold example links)."""
+    return re.sub(r"`[^`\n]+`", lambda m: " " * len(m.group(0)), _unfenced(text))
+
+
+def check_refs(path, cache=None):
+    """Problems with the local links and images of the Markdown file ``path``: a target file
+    that does not exist, or an anchor the target .md file (or the page itself) does not have.
+    Remote (``scheme:``) targets are not fetched."""
+    with open(path, encoding="utf-8") as f:
+        text = _prose(f.read())
+    problems, here = [], os.path.dirname(path)
+    cache = {} if cache is None else cache
+    for m in _REF.finditer(text):
+        image = bool(m.group(1) or m.group(3))
+        target = m.group(2) or m.group(3)
+        if re.match(r"[a-z][\w+.-]*:", target):
+            continue
+        name, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(here, name)) if name else path
+        what = "image" if image else "link"
+        if not os.path.exists(dest):
+            problems.append("%s: %s %s: no such file" % (os.path.relpath(path, ROOT), what,
+                                                          target))
+        elif anchor and dest.endswith(".md") and anchor not in _anchors_of(dest, cache):
+            problems.append("%s: %s %s: %s has no heading #%s"
+                            % (os.path.relpath(path, ROOT), what, target,
+                               os.path.relpath(dest, ROOT), anchor))
+    return problems
+
+
+def images(path):
+    """Local image files ``path`` refers to, as paths relative to docs/ (only those inside)."""
+    with open(path, encoding="utf-8") as f:
+        text = _prose(f.read())
+    out = []
+    for m in _REF.finditer(text):
+        target = m.group(2) if m.group(1) else m.group(3)
+        if not target or re.match(r"[a-z][\w+.-]*:", target):
+            continue
+        rel = os.path.relpath(os.path.normpath(os.path.join(os.path.dirname(path), target)),
+                              HERE)
+        if not rel.startswith("..") and os.path.isfile(os.path.join(HERE, rel)):
+            out.append(rel)
+    return out
+
+
 # ------------------------------------------------------------------ build
 
 def pages():
@@ -271,6 +335,12 @@ def build(out=OUT):
                           + m.group(3), text)
         m = re.search(r"^#\s+(.*)$", text, re.M)
         title = m.group(1) if m else name
+        path = os.path.join(HERE, name + ".md")
+        # <img src> and ![](...) targets (links are checked by check_links)
+        broken += [p for p in check_refs(path) if ": image " in p]
+        for rel in images(path):
+            os.makedirs(os.path.dirname(os.path.join(out, rel)) or out, exist_ok=True)
+            shutil.copyfile(os.path.join(HERE, rel), os.path.join(out, rel))
         written.append(os.path.join(out, name + ".html"))
         with open(written[-1], "w", encoding="utf-8") as f:
             f.write(PAGE.format(title=html.escape(title), nav=nav,
@@ -289,7 +359,7 @@ def main(argv=None):
     names, broken = build()
     print("wrote %d pages to %s" % (len(names), os.path.relpath(OUT)))
     for b in broken:
-        print("broken link:", b, file=sys.stderr)
+        print("broken reference:", b, file=sys.stderr)
     return 1 if broken else 0
 
 

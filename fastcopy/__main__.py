@@ -65,8 +65,10 @@ def _parser():
                    help="with --realistic: torch.set_num_threads(N) in the torch workloads "
                         "(default 1: idle intra-op threads spin, and CPU time counts the "
                         "spinning; 0: torch's own default)")
-    p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart of the speedups "
-                                                  "(needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="also draw the speedups over the stdlib as a bar chart, SVG or PNG by "
+                        "FILE's extension (with --realistic too); needs matplotlib: "
+                        'pip install "fastcopy-ml[plot]"')
     return p
 
 
@@ -157,37 +159,17 @@ def _table(results, impls, out):
 _version = _bench.library_version
 
 
-def _import_matplotlib():
+def _plot_ready(path, err):
+    """True when ``--plot path`` can be drawn (matplotlib importable, known extension); else
+    say why on ``err``.  Checked before any benchmarking."""
+    from . import _plot
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
-def _plot(plt, results, impls, path, title):
-    others = [n for n in impls if n != "stdlib"]
-    names = ["%s[%s]" % (r.workload.name, r.size) for r in results]
-    fig_h = max(3.0, 0.2 * len(results) * max(1, len(others)) + 1.5)
-    fig, ax = plt.subplots(figsize=(9, fig_h))
-    bar_h = 0.8 / max(1, len(others))
-    for j, name in enumerate(others):
-        vals = [r.ratio(name) or 0.0 for r in results]
-        ys = [i + (j - (len(others) - 1) / 2) * bar_h for i in range(len(results))]
-        ax.barh(ys, vals, height=bar_h, label=_bench.IMPL_LABELS["deepcopy"].get(name, name))
-    ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(results)))
-    ax.set_yticklabels(names)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel("speedup over the stdlib (x faster, log scale; 1 = stdlib)")
-    ax.set_title(title)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+        _plot.check_path(path)
+        _plot.pyplot()
+    except (ValueError, ImportError) as exc:
+        print("python -m fastcopy: --plot: %s" % exc, file=err)
+        return False
+    return True
 
 
 def _main_realistic(args, out, err):
@@ -195,10 +177,11 @@ def _main_realistic(args, out, err):
     if args.list:
         _realistic.list_workloads(out)
         return 0
-    bad = [opt for opt, used in (("--size", args.size), ("--copy", args.copy),
-                                 ("--plot", args.plot)) if used]
+    bad = [opt for opt, used in (("--size", args.size), ("--copy", args.copy)) if used]
     if bad:
         print("python -m fastcopy: %s do(es) not apply to --realistic" % ", ".join(bad), file=err)
+        return 2
+    if args.plot and not _plot_ready(args.plot, err):
         return 2
     impls = _import_impls(args, err, ("deepcopy", "patch"), say_no_copium=True)
     if impls is None:
@@ -246,13 +229,8 @@ def main(argv=None, out=None, err=None):
         print("python -m fastcopy: no workload matches %s (see --list)" % exc, file=err)
         return 2
 
-    plt = None
-    if args.plot:
-        plt = _import_matplotlib()
-        if plt is None:
-            print("python -m fastcopy: --plot needs matplotlib (pip install matplotlib)",
-                  file=err)
-            return 2
+    if args.plot and not _plot_ready(args.plot, err):
+        return 2
 
     impls = _import_impls(args, err, ("deepcopy", "copy"))
     if impls is None:
@@ -297,21 +275,23 @@ def main(argv=None, out=None, err=None):
     impl_cols = [n for n in _IMPL_ORDER if any(n in r.times or n in r.errors for r in results)]
     _table(results, impl_cols, out)
 
+    doc = {
+        "meta": dict(info, fastcopy=getattr(fastcopy, "__version__", None),
+                     fastcopy_file=getattr(fastcopy, "__file__", None),
+                     copium=(_version(copium) if copium else None),
+                     repeats=repeats, target_s=target, size=size, quick=args.quick,
+                     gc=not args.no_gc, clock=args.clock,
+                     wall_s=wall, cpu_count=os.cpu_count(), cpu=_bench.cpu_model(),
+                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+        "results": [r.as_dict() for r in results],
+    }
     if args.json:
-        doc = {
-            "meta": dict(info, fastcopy=getattr(fastcopy, "__version__", None),
-                         fastcopy_file=getattr(fastcopy, "__file__", None),
-                         copium=(_version(copium) if copium else None),
-                         repeats=repeats, target_s=target, size=size, quick=args.quick,
-                         gc=not args.no_gc, clock=args.clock,
-                         wall_s=wall, cpu_count=os.cpu_count()),
-            "results": [r.as_dict() for r in results],
-        }
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=2)
-    if plt is not None:
-        _plot(plt, results, impl_cols, args.plot,
-              "fastcopy speedups, %s %s" % (info["implementation"], info["python"]))
+    if args.plot:
+        from . import _plot
+        _plot.plot_bench(doc, args.plot)
+        print("python -m fastcopy: chart written to %s" % args.plot, file=err)
     return 0
 
 

@@ -27,7 +27,7 @@ import time
 from collections import namedtuple
 
 __all__ = ["Workload", "WORKLOADS", "SIZES", "CLOCKS", "IMPL_LABELS", "Result", "get", "select",
-           "implementations", "run_workload", "fmt_time", "geomean", "python_info"]
+           "implementations", "run_workload", "fmt_time", "geomean", "python_info", "cpu_model"]
 
 SIZES = ("small", "medium", "large")
 
@@ -526,3 +526,16 @@ def python_info():
         "platform": platform.platform(),
         "machine": platform.machine(),
     }
+
+
+def cpu_model():
+    """The processor's model name ("Intel(R) Xeon(R) ..."), or None where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "cpu model")) and ":" in line:
+                    return " ".join(line.split(":", 1)[1].split()) or None
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or None

@@ -1399,11 +1399,11 @@ def main(args, out, err, fastcopy_mod, copium_mod):
     if nfail:
         print("python -m fastcopy: %d result check(s) FAILED or crashed; see above" % nfail,
               file=err)
-    if args.json:
+    if args.json or getattr(args, "plot", None):
         doc = {"meta": {"suite": "realistic", "python": sys.version.split()[0],
                         "implementation": platform.python_implementation(),
                         "platform": platform.platform(), "machine": platform.machine(),
-                        "cpu_count": os.cpu_count(),
+                        "cpu_count": os.cpu_count(), "cpu": _bench.cpu_model(),
                         "fastcopy": getattr(fastcopy_mod, "__version__", None),
                         "fastcopy_file": getattr(fastcopy_mod, "__file__", None),
                         "copium": _version(copium_mod) if with_copium else None,
@@ -1414,8 +1414,13 @@ def main(args, out, err, fastcopy_mod, copium_mod):
                         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())},
                "rows": rows_of(results), "geomean": geomeans(rows_of(results)),
                "results": results}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=2)
+        if getattr(args, "plot", None):
+            from . import _plot
+            _plot.plot_realistic(doc, args.plot)
+            print("python -m fastcopy: chart written to %s" % args.plot, file=err)
     return 1 if nfail else 0
 
 
