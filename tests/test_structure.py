@@ -1,0 +1,180 @@
+"""The C core's structure holds what docs/internals.md and docs/backends.md promise: settings come
+from one table (stub, docstring, docs and configure() agree with it), every buffer backend is in
+the registry and the unity build, and backends() tells the truth about what a copy would do."""
+import ast
+import os
+import re
+import unittest
+
+import fastcopy
+from fastcopy import _fastcopy
+
+from shape import run_python
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(ROOT, "src")
+HAVE_SRC = os.path.isfile(os.path.join(SRC, "_fastcopy.c"))
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+class SettingsTable(unittest.TestCase):
+    def setUp(self):
+        self.rows = _fastcopy._settings()
+        self.names = [r[0] for r in self.rows]
+
+    def test_rows_are_well_formed(self):
+        self.assertEqual(len(self.names), len(set(self.names)))
+        for name, owner, kind, default, doc in self.rows:
+            self.assertIn(kind, ("bool", "int"))
+            self.assertIsInstance(default, bool if kind == "bool" else int)
+            self.assertTrue(doc.strip(), name)
+            self.assertIn(owner, ("core", "numpy", "torch", "cuda"))
+
+    def test_configure_returns_every_row_in_order(self):
+        self.assertEqual(list(fastcopy.configure()), self.names)
+
+    def test_docstring_lists_every_row(self):
+        doc = fastcopy.configure.__doc__
+        for name in self.names:
+            self.assertIn("\n%s (" % name, doc)
+        import inspect
+        sig = inspect.signature(fastcopy.configure)
+        self.assertEqual(list(sig.parameters), self.names)
+        self.assertTrue(all(p.kind is p.KEYWORD_ONLY and p.default is None
+                            for p in sig.parameters.values()))
+
+    def test_defaults_apply_at_import(self):
+        code = ("import fastcopy\nfrom fastcopy import _fastcopy\n"
+                "cur = fastcopy.configure()\n"
+                "for name, owner, kind, default, doc in _fastcopy._settings():\n"
+                "    if name == 'numpy_threads':\n"
+                "        assert 1 <= cur[name] <= 4, cur\n"
+                "    else:\n"
+                "        assert cur[name] == default, (name, cur[name], default)\n"
+                "print('ok')\n")
+        r = run_python(code)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ok", r.stdout)
+
+    def test_stub_types_every_row(self):
+        tree = ast.parse(read("fastcopy", "__init__.pyi"))
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "configure")
+        self.assertEqual([a.arg for a in fn.args.kwonlyargs], self.names)
+        want = {"bool": "bool | None", "int": "int | None"}
+        for arg, row in zip(fn.args.kwonlyargs, self.rows):
+            self.assertEqual(ast.unparse(arg.annotation), want[row[2]], arg.arg)
+
+    def test_api_docs_list_every_row(self):
+        api = read("docs", "api.md")
+        for name in self.names:
+            self.assertIn("`%s`" % name, api)
+
+    def test_bad_values_change_nothing(self):
+        before = fastcopy.configure()
+        with self.assertRaises(TypeError):
+            fastcopy.configure(numpy_pool=True, numpy_threads="4")
+        with self.assertRaises(ValueError):
+            fastcopy.configure(torch_defer=False, numpy_parallel_min_bytes=-1)
+        with self.assertRaises(TypeError):
+            fastcopy.configure(no_such_setting=1)
+        with self.assertRaises(TypeError):
+            fastcopy.configure(1)
+        self.assertEqual(fastcopy.configure(), before)
+
+    def test_round_trip(self):
+        old = fastcopy.configure(numpy_threads=2, torch_defer=False, numpy_pool_max_bytes=1 << 20)
+        try:
+            cur = fastcopy.configure()
+            self.assertEqual((cur["numpy_threads"], cur["torch_defer"], cur["numpy_pool_max_bytes"]),
+                             (2, False, 1 << 20))
+            self.assertEqual(fastcopy.configure(numpy_threads=10 ** 6)["numpy_threads"], 2)
+            self.assertEqual(fastcopy.configure()["numpy_threads"], 64)
+        finally:
+            fastcopy.configure(**old)
+        self.assertEqual(fastcopy.configure(), old)
+
+
+@unittest.skipUnless(HAVE_SRC, "needs the source tree")
+class Registry(unittest.TestCase):
+    def test_every_backend_is_registered_and_built(self):
+        tables = {}
+        for name in sorted(os.listdir(SRC)):
+            if name.endswith(".c"):
+                for b in re.findall(r"const FcBackend fc_(\w+)_backend = \{", read("src", name)):
+                    tables[b] = name
+        self.assertEqual(set(tables), {"numpy", "torch", "cuda"})
+        registry = read("src", "buffers.c")
+        listed = re.search(r"fc_backends\[\] = \{(.*?)\};", registry, re.S).group(1)
+        self.assertEqual(re.findall(r"&fc_(\w+)_backend", listed), ["numpy", "torch", "cuda"])
+        self.assertEqual(set(_fastcopy.backends()), set(tables))
+        unity = read("src", "_fastcopy.c")
+        for f in os.listdir(SRC):
+            if f.endswith(".c") and f != "_fastcopy.c":
+                self.assertIn('#include "%s"' % f, unity)
+
+    def test_no_part_declares_another_parts_functions(self):
+        # a cross-part function is declared once, in its area's header
+        defined = {}
+        for name in os.listdir(SRC):
+            if name.endswith(".c"):
+                for fn in re.findall(r"^FC_INTERNAL(?:_INLINE)? [^\n]*\n(fc_\w+)\(", read("src", name), re.M):
+                    defined[fn] = name
+        for name in os.listdir(SRC):
+            if not name.endswith(".c"):
+                continue
+            text = read("src", name)
+            for fn, home in defined.items():
+                if home != name:
+                    self.assertIsNone(re.search(r"^(?:static|FC_\w+)[^\n(]*\b%s\([^)]*\);" % fn,
+                                                text, re.M), "%s declares %s" % (name, fn))
+
+
+class BackendsTellTheTruth(unittest.TestCase):
+    def test_keys(self):
+        b = fastcopy.backends()
+        self.assertEqual(set(b), {"numpy", "torch", "cuda"})
+        self.assertIn("native", b["numpy"])
+        self.assertIn("native", b["torch"])
+
+    def test_numpy_native_before_the_first_copy(self):
+        code = ("import fastcopy\n"
+                "b = fastcopy.backends()['numpy']\n"
+                "assert b['native'] is False and b['version'] is None, b\n"
+                "try:\n    import numpy\nexcept ImportError:\n    print('no numpy'); raise SystemExit\n"
+                "b = fastcopy.backends()['numpy']\n"
+                "assert b['version'] == numpy.__version__, b\n"
+                "assert b['native'] is b['built'], b\n"
+                "print('ok')\n")
+        r = run_python(code)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        if "no numpy" in r.stdout:
+            self.skipTest("numpy not installed")
+        self.assertIn("ok", r.stdout)
+
+    def test_torch_native_false_when_its_deepcopy_is_replaced(self):
+        code = ("import fastcopy\n"
+                "b = fastcopy.backends()['torch']\n"
+                "assert b['native'] is False and b['why_not'] == 'torch is not imported', b\n"
+                "try:\n    import torch\nexcept ImportError:\n    print('no torch'); raise SystemExit\n"
+                "b = fastcopy.backends()['torch']\n"
+                "assert b['native'] is True and b['why_not'] is None, b\n"
+                "orig = torch.Tensor.__deepcopy__\n"
+                "torch.Tensor.__deepcopy__ = lambda self, memo: orig(self, memo)\n"
+                "b = fastcopy.backends()['torch']\n"
+                "assert b['native'] is False and 'Tensor' in b['why_not'], b\n"
+                "torch.Tensor.__deepcopy__ = orig\n"
+                "assert fastcopy.backends()['torch']['native'] is True\n"
+                "print('ok')\n")
+        r = run_python(code)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        if "no torch" in r.stdout:
+            self.skipTest("torch not installed")
+        self.assertIn("ok", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
