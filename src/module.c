@@ -475,14 +475,12 @@ fc_need(PyObject *globals, const char *name)
     return v;
 }
 
+/* Interned names, the empty tuple, the memo's _nil.  0 | -1+exc */
 static int
-fc_exec(PyObject *module)
+fc_exec_names(FcState *st)
 {
-    FcState *st = fc_state(module);
-    PyObject *copyreg = NULL, *probe = NULL, *ns = NULL, *v;
-
 #define FC_INTERN(field, text) \
-    if ((st->field = PyUnicode_InternFromString(text)) == NULL) goto error;
+    if ((st->field = PyUnicode_InternFromString(text)) == NULL) return -1;
     FC_INTERN(s_deepcopy, "__deepcopy__")
     FC_INTERN(s_copy, "__copy__")
     FC_INTERN(s_reduce_ex, "__reduce_ex__")
@@ -510,12 +508,20 @@ fc_exec(PyObject *module)
     st->empty_tuple = PyTuple_New(0);
     st->nil = PyList_New(0);
     if (st->empty_tuple == NULL || st->nil == NULL) {
-        goto error;
+        return -1;
     }
 #if FC_PY312_PLUS
     st->watcher_id = -1;
 #endif
+    return 0;
+}
 
+/* The pieces of copy and copyreg that fastcopy follows, and the stdlib's
+   own dispatch functions.  0 | -1+exc */
+static int
+fc_exec_stdlib(FcState *st)
+{
+    PyObject *copyreg = NULL, *v;
     st->copy_module = PyImport_ImportModule("copy");
     copyreg = PyImport_ImportModule("copyreg");
     if (st->copy_module == NULL || copyreg == NULL) {
@@ -584,7 +590,19 @@ fc_exec(PyObject *module)
         st->orig_copy[copy_kinds[i]] = Py_XNewRef(PyDict_GetItemString(td, "copy"));
         Py_DECREF(td);
     }
+    Py_DECREF(copyreg);
+    return 0;
+error:
+    Py_XDECREF(copyreg);
+    return -1;
+}
 
+/* object's own descriptors and the __dict__ getter of plain classes.
+   0 | -1+exc */
+static int
+fc_exec_object_hooks(FcState *st)
+{
+    PyObject *probe = NULL, *v;
     /* object's own hooks, to recognise classes that keep them */
     PyObject *od = fc_type_dict(&PyBaseObject_Type);
     if (od == NULL) {
@@ -617,7 +635,17 @@ fc_exec(PyObject *module)
     }
     st->dict_getter = ((PyGetSetDescrObject *)v)->d_getset->get;
     Py_CLEAR(probe);
+    return 0;
+error:
+    Py_XDECREF(probe);
+    return -1;
+}
 
+/* The helper through which copy._reconstruct is called.  0 | -1+exc */
+static int
+fc_exec_reconstruct_helper(FcState *st)
+{
+    PyObject *ns = NULL, *v;
     /* _reconstruct(x, memo, *rv) exactly as the stdlib calls it, so
        malformed reduce values raise the stdlib's own errors (its recursion
        uses copy.deepcopy, which is fastcopy while patched; either way the
@@ -638,42 +666,49 @@ fc_exec(PyObject *module)
     if (st->reconstruct_helper == NULL) {
         goto error;
     }
+    return 0;
+error:
+    Py_XDECREF(ns);
+    return -1;
+}
 
+static int
+fc_exec(PyObject *module)
+{
+    FcState *st = fc_state(module);
+    if (fc_exec_names(st) < 0 || fc_exec_stdlib(st) < 0 || fc_exec_object_hooks(st) < 0
+        || fc_exec_reconstruct_helper(st) < 0) {
+        return -1;
+    }
     if (PyModule_AddFunctions(module, fc_methods) < 0) {
-        goto error;
+        return -1;
     }
     st->py_deepcopy = PyObject_GetAttrString(module, "deepcopy");
     if (st->py_deepcopy == NULL) {
-        goto error;
+        return -1;
     }
     if (PyModule_AddObjectRef(module, "Error", st->error) < 0) {
-        goto error;
+        return -1;
     }
     st->always_refresh = 0;
     if (fc_watch_init(st) < 0 || fc_refresh(st) < 0) {
-        goto error;
+        return -1;
     }
 #if FC_PY312_PLUS
     st->seen_gen = 0;
 #endif
     if (fc_settings_exec(module, st) < 0 || fc_testing_exec(module, st) < 0) {
-        goto error;
+        return -1;
     }
     for (int i = 0; i < fc_nbackends; i++) {
         if (fc_backends[i]->exec != NULL && fc_backends[i]->exec(module, st) < 0) {
-            goto error;
+            return -1;
         }
     }
     if (fc_cowdict_exec(module, st) < 0) {
-        goto error;
+        return -1;
     }
-    Py_DECREF(copyreg);
     return 0;
-error:
-    Py_XDECREF(copyreg);
-    Py_XDECREF(probe);
-    Py_XDECREF(ns);
-    return -1;
 }
 
 static int
@@ -690,12 +725,12 @@ fc_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(st->orig_deep[k]);
         Py_VISIT(st->orig_copy[k]);
     }
-    for (int i = 0; i < FC_PLAN_SLOTS; i++) {
-        Py_VISIT(st->plans[i].type);
-        Py_VISIT(st->plans[i].slotnames);
+    int r = fc_plans_traverse(st, visit, arg);
+    if (r != 0) {
+        return r;
     }
     for (int i = 0; i < fc_nbackends; i++) {
-        int r = fc_backends[i]->traverse ? fc_backends[i]->traverse(st, visit, arg) : 0;
+        r = fc_backends[i]->traverse ? fc_backends[i]->traverse(st, visit, arg) : 0;
         if (r != 0) {
             return r;
         }

@@ -82,6 +82,16 @@ fc_plans_clear(FcState *st)
     }
 }
 
+FC_INTERNAL int
+fc_plans_traverse(FcState *st, visitproc visit, void *arg)
+{
+    for (int i = 0; i < FC_PLAN_SLOTS; i++) {
+        Py_VISIT(st->plans[i].type);
+        Py_VISIT(st->plans[i].slotnames);
+    }
+    return 0;
+}
+
 /* Which type each kind bit stands for. */
 FC_INTERNAL PyTypeObject *
 fc_kind_type(FcState *st, int k)

@@ -18,8 +18,10 @@ FC_INTERNAL int fc_refresh(FcState *st);
    (copyreg._slotnames, metaclass lookups): never keep the pointer across
    more.  borrowed plan | NULL+exc */
 FC_INTERNAL FcPlan *fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp);
-/* Drop every cached plan (references released: finalizers may run). */
+/* Drop every cached plan (references released: finalizers may run) /
+   visit their references (the module's GC traverse). */
 FC_INTERNAL void fc_plans_clear(FcState *st);
+FC_INTERNAL int fc_plans_traverse(FcState *st, visitproc visit, void *arg);
 /* table.get(key) for the stdlib's tables (exact dicts directly, anything
    else through its .get: user code).  1 (*res new ref, may be None) | 0 |
    -1+exc */
