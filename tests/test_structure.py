@@ -134,6 +134,14 @@ class Registry(unittest.TestCase):
 
 
 class BackendsTellTheTruth(unittest.TestCase):
+    def child(self, code, needs):
+        """Run code in a fresh interpreter; skip when it printed 'no <needs>'."""
+        r = run_python(code)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        if "no " + needs in r.stdout:
+            self.skipTest(needs + " not installed")
+        self.assertIn("ok", r.stdout)
+
     def test_keys(self):
         b = fastcopy.backends()
         self.assertEqual(set(b), {"numpy", "torch", "cuda"})
@@ -149,11 +157,7 @@ class BackendsTellTheTruth(unittest.TestCase):
                 "assert b['version'] == numpy.__version__, b\n"
                 "assert b['native'] is b['built'], b\n"
                 "print('ok')\n")
-        r = run_python(code)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        if "no numpy" in r.stdout:
-            self.skipTest("numpy not installed")
-        self.assertIn("ok", r.stdout)
+        self.child(code, "numpy")
 
     def test_torch_native_false_when_its_deepcopy_is_replaced(self):
         code = ("import fastcopy\n"
@@ -169,11 +173,7 @@ class BackendsTellTheTruth(unittest.TestCase):
                 "torch.Tensor.__deepcopy__ = orig\n"
                 "assert fastcopy.backends()['torch']['native'] is True\n"
                 "print('ok')\n")
-        r = run_python(code)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        if "no torch" in r.stdout:
-            self.skipTest("torch not installed")
-        self.assertIn("ok", r.stdout)
+        self.child(code, "torch")
 
 
 if __name__ == "__main__":
