@@ -42,8 +42,7 @@
  */
 #include "fastcopy.h"
 
-#include <sched.h>
-#include <unistd.h>
+#include "platform.h"
 
 enum { FB_NP_ARRAY = FB_NP_FIRST };
 
@@ -60,17 +59,7 @@ static int fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
 static int
 fc_np_ncpu(void)
 {
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) {
-            return n;
-        }
-    }
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return fc_plat_ncpu();
 }
 
 /* Half the usable CPUs, at most 4: memcpy bandwidth saturates with a few
