@@ -82,7 +82,6 @@ typedef struct {
 #if FC_PLAT_HAVE_POPULATE
 #  include <stdatomic.h>
 static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking */
-#endif
 
 /* Populate the pages of [a, b) (page aligned, at most one piece) that are
    not mapped yet, and only those: mincore() tells, one byte per page, from
@@ -119,6 +118,7 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
     }
     return 0;
 }
+#endif /* FC_PLAT_HAVE_POPULATE */
 
 /* memcpy(dst, src, n).  A fresh destination faults on every page it
    touches; on big copies its missing pages are mapped ahead, a piece at a
