@@ -38,6 +38,8 @@ def _build(variant):
     """Path of the fake driver .so for `variant` ('12+' or '11'); built once."""
     if variant in _built:
         return _built[variant]
+    if sys.platform == "win32":     # fakecuda.c is a POSIX shared object (pthreads)
+        raise unittest.SkipTest("the fake CUDA driver is built for POSIX systems")
     gcc = shutil.which("gcc")
     if gcc is None:
         raise unittest.SkipTest("gcc is needed to build the fake CUDA driver")
