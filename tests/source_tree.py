@@ -14,7 +14,10 @@ The suite runs in three settings:
   package.  When an installed fastcopy with a core exists, the checkout is
   taken off sys.path here (conftest imports this module before fastcopy) and
   off its sub-processes' paths (``subprocess_env``, ``RUN_CWD``); otherwise
-  the fastcopy tests skip and say how to build.
+  the fastcopy tests skip and say how to build.  (pytest imports the
+  fastcopy plugin before any conftest: fastcopy/__init__.py itself hands
+  over to the installed package in that case, and this module then finds
+  fastcopy already imported from site-packages.)
 
 SOURCE_ROOT    the checkout (holds setup.py, src/, fastcopy/), or None
 PACKAGE_ROOT   the folder that holds the fastcopy package the suite imports
@@ -77,7 +80,7 @@ PACKAGE_ROOT = os.path.dirname(_pkg) if _pkg else None
 FROM_SOURCE = SOURCE_ROOT is not None and not SHADOWED \
     and (PACKAGE_ROOT is None or _same(PACKAGE_ROOT, SOURCE_ROOT))
 # a sub-process's working directory: '' on its sys.path must find the same fastcopy
-RUN_CWD = SOURCE_ROOT if SOURCE_ROOT is not None and not SHADOWED else HERE
+RUN_CWD = SOURCE_ROOT if FROM_SOURCE else HERE
 
 
 def subprocess_env(env=None):
@@ -85,7 +88,8 @@ def subprocess_env(env=None):
     imports the fastcopy this process tests."""
     env = dict(os.environ if env is None else env)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-             if p and not (SHADOWED and _same(p, SOURCE_ROOT))]
+             if p and not (SOURCE_ROOT is not None and not FROM_SOURCE
+                           and _same(p, SOURCE_ROOT))]
     if FROM_SOURCE:
         parts.insert(0, SOURCE_ROOT)
     if parts:

@@ -24,14 +24,18 @@ PEP829 = sys.version_info >= (3, 15)
 @pytest.fixture(scope="module")
 def site_dir(tmp_path_factory):
     """A site dir holding exactly what build_py puts at the top of site-packages:
-    built from the checkout, or, under an installed wheel, the wheel's own files."""
-    if source_tree.SOURCE_ROOT is not None:
+    built from the checkout, or, when the fastcopy under test is installed, the
+    installed files themselves."""
+    installed = not source_tree.FROM_SOURCE and ROOT is not None \
+        and all(os.path.exists(os.path.join(ROOT, n)) for n in START_FILES)
+    if source_tree.SOURCE_ROOT is not None and not installed:
+        pytest.importorskip("setuptools")
         build = tmp_path_factory.mktemp("build")
         # egg_info -e keeps setuptools' metadata out of the source tree too
         subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "-e", str(build),
                         "build_py", "-d", str(build)],
                        cwd=source_tree.SOURCE_ROOT, check=True, capture_output=True)
-    elif ROOT is not None and all(os.path.exists(os.path.join(ROOT, n)) for n in START_FILES):
+    elif installed:
         build = pathlib.Path(ROOT)
     else:
         pytest.skip("no checkout to build the start-up files from, and none installed")
