@@ -28,7 +28,9 @@ default_ver=$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 full=${FASTCOPY_WHEEL_FULL:-$default_ver}
 smoke=${FASTCOPY_WHEEL_SMOKE:-"tests/test_smoke.py tests/test_semantics.py tests/test_values.py
     tests/test_stdlib_test_copy.py tests/test_autopatch.py tests/test_typing.py
-    tests/test_sysinfo.py tests/test_versions.py tests/test_cuda_fake.py tests/test_lint.py"}
+    tests/test_sysinfo.py tests/test_versions.py tests/test_cuda_fake.py tests/test_lint.py
+    tests/test_depth.py tests/test_cowdict.py tests/test_memo.py tests/test_select.py
+    tests/test_patch.py tests/test_plugin.py tests/test_midcopy.py"}
 
 pythons=("$@")
 if [ ${#pythons[@]} -eq 0 ]; then
