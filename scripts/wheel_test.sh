@@ -30,7 +30,7 @@ smoke=${FASTCOPY_WHEEL_SMOKE:-"tests/test_smoke.py tests/test_semantics.py tests
     tests/test_stdlib_test_copy.py tests/test_autopatch.py tests/test_typing.py
     tests/test_sysinfo.py tests/test_versions.py tests/test_cuda_fake.py tests/test_lint.py
     tests/test_depth.py tests/test_cowdict.py tests/test_memo.py tests/test_select.py
-    tests/test_patch.py tests/test_plugin.py tests/test_midcopy.py"}
+    tests/test_patch.py tests/test_plugin.py"}
 
 pythons=("$@")
 if [ ${#pythons[@]} -eq 0 ]; then
