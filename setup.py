@@ -13,9 +13,10 @@ importing it; without them (or without numpy >= 2.0 headers) the core is
 built without the numpy fast path and arrays take their own __deepcopy__.
 
 fastcopy._cuda (cuda/*.c) is plain C and always builds: it loads the
-driver at run time (src/platform.h: dlopen, LoadLibrary).  When cuda.h is found ($CUDA_HOME/include or
-/usr/local/cuda/include) cuda/abi_check.c is compiled in too, proving the
-hand-declared driver ABI against the real headers at compile time.
+driver at run time (src/platform.h: dlopen, LoadLibrary).  When cuda.h is
+found ($CUDA_HOME/include or /usr/local/cuda/include) cuda/abi_check.c is
+compiled in too, proving the hand-declared driver ABI against the real
+headers at compile time.
 """
 import glob
 import importlib.util
@@ -141,7 +142,7 @@ def _cuda_extension():
         define_macros=cuda_macros,
         extra_compile_args=cflags,
         extra_link_args=ldflags,
-        # dlopen is in libdl before glibc 2.34 (manylinux2014 has 2.17)
+        # dlopen is in libdl before glibc 2.34 (the manylinux images have 2.17-2.28)
         libraries=["dl"] if sys.platform.startswith("linux") else [],
     )
 
