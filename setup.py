@@ -15,16 +15,19 @@ numpy is optional at build time too: its headers are located without
 importing it; without them (or without numpy >= 2.0 headers) the core is
 built without the numpy fast path and arrays take their own __deepcopy__.
 
-fastcopy._cuda (cuda/*.c) is plain C and always builds: it dlopen()s the
-driver at run time.  When cuda.h is found ($CUDA_HOME/include or
-/usr/local/cuda/include) cuda/abi_check.c is compiled in too, proving the
-hand-declared driver ABI against the real headers at compile time.
+fastcopy._cuda (cuda/*.c) is plain C and always builds: it loads the
+driver at run time (src/platform.h: dlopen, LoadLibrary).  When cuda.h is
+found ($CUDA_HOME/include or /usr/local/cuda/include) cuda/abi_check.c is
+compiled in too, proving the hand-declared driver ABI against the real
+headers at compile time.
 """
 import glob
 import importlib.util
 import os
+import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 
@@ -127,7 +130,7 @@ class build_py_autopatch(build_py):
 
 def _cuda_extension():
     sources = ["cuda/_cuda.c"]
-    include_dirs = ["cuda"]
+    include_dirs = ["cuda", "src"]          # src/platform.h
     cuda_macros = list(macros)
     want = os.environ.get("FASTCOPY_CUDA", "")
     if want != "0":
@@ -145,13 +148,30 @@ def _cuda_extension():
     return Extension(
         "fastcopy._cuda",
         sources=sources,
-        depends=sorted(glob.glob("cuda/*.h")),
+        depends=sorted(glob.glob("cuda/*.h") + ["src/platform.h"]),
         include_dirs=include_dirs,
         define_macros=cuda_macros,
         extra_compile_args=cflags,
         extra_link_args=ldflags,
-        libraries=["dl"],
+        # dlopen is in libdl before glibc 2.34 (the manylinux images have 2.17-2.28)
+        libraries=["dl"] if sys.platform.startswith("linux") else [],
     )
 
 
-setup(ext_modules=[core, _cuda_extension()], cmdclass={"build_py": build_py_autopatch})
+class build_ext_flags(build_ext):
+    """The gcc/clang flags above, or their MSVC equivalents under cl.exe."""
+
+    MSVC = {"-std=c11": "/std:c11", "-O2": "/O2", "-O0": "/Od", "-g3": "/Zi",
+            "-Werror": "/WX", "-UNDEBUG": "/UNDEBUG"}
+
+    def build_extensions(self):
+        if self.compiler.compiler_type == "msvc":
+            for ext in self.extensions:
+                ext.extra_compile_args = [self.MSVC[f] for f in ext.extra_compile_args
+                                          if f in self.MSVC]
+                ext.extra_link_args = []
+        super().build_extensions()
+
+
+setup(ext_modules=[core, _cuda_extension()],
+      cmdclass={"build_py": build_py_autopatch, "build_ext": build_ext_flags})

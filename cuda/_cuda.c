@@ -3,8 +3,9 @@
  *
  * Design
  * ------
- * The module links against nothing CUDA: the driver is dlopen()ed the first
- * time it is needed ("libcuda.so.1", or $FASTCOPY_LIBCUDA, which the tests
+ * The module links against nothing CUDA: the driver is loaded the first
+ * time it is needed ("libcuda.so.1", "nvcuda.dll" on Windows, or
+ * $FASTCOPY_LIBCUDA, which the tests
  * point at a fake driver), so the package imports and reports why on
  * machines with no GPU.  Only cuDriverGetVersion and cuGetProcAddress are
  * looked up by symbol name; every other entry point comes from
@@ -43,19 +44,19 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fc_cuda.h"
 #include "fc_cuda_capi.h"
+#include "platform.h"
 
 #ifdef FC_CUDA_ABI_CHECKED
 extern const int fc_cuda_abi_checked_version;   /* abi_check.c */
 #endif
 
-#define FC_CUDA_DEFAULT_LIB "libcuda.so.1"
+#define FC_CUDA_DEFAULT_LIB FC_PLAT_CUDA_DRIVER
 #define FC_CUDA_BASE_VERSION 12000   /* ABI of the non-batch entry points we declare */
 
 typedef struct {
@@ -173,7 +174,7 @@ fc_cuda_load(FcCudaState *st)
     fc_CUresult rc;
     void *pfn;
     int count = 0, r;
-    char name[128];
+    char name[128], err[256];
 
     if (st->state != 0)
         return st->state == 1;
@@ -184,16 +185,15 @@ fc_cuda_load(FcCudaState *st)
     snprintf(st->path, sizeof(st->path), "%s", path);
 
     /* Never dlclose()d: entry points and driver objects outlive any reset. */
-    st->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    st->lib = fc_plat_dl_open(path, err, sizeof(err));
     if (st->lib == NULL) {
-        const char *e = dlerror();
         snprintf(st->reason, sizeof(st->reason), "cannot load the CUDA driver (%s): %s",
-                 path, e ? e : "unknown error");
+                 path, err);
         return 0;
     }
-    st->cuDriverGetVersion = (fc_cuDriverGetVersion_t)dlsym(st->lib, "cuDriverGetVersion");
-    st->gpa2 = (fc_cuGetProcAddress_v2_t)dlsym(st->lib, "cuGetProcAddress_v2");
-    st->gpa1 = (fc_cuGetProcAddress_v1_t)dlsym(st->lib, "cuGetProcAddress");
+    st->cuDriverGetVersion = (fc_cuDriverGetVersion_t)fc_plat_dl_sym(st->lib, "cuDriverGetVersion");
+    st->gpa2 = (fc_cuGetProcAddress_v2_t)fc_plat_dl_sym(st->lib, "cuGetProcAddress_v2");
+    st->gpa1 = (fc_cuGetProcAddress_v1_t)fc_plat_dl_sym(st->lib, "cuGetProcAddress");
     if (st->cuDriverGetVersion == NULL || (st->gpa1 == NULL && st->gpa2 == NULL)) {
         snprintf(st->reason, sizeof(st->reason),
                  "%s has no cuGetProcAddress (a CUDA 11.3+ driver is needed)", path);

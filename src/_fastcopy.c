@@ -13,7 +13,7 @@
 #include "pool.c"
 #include "numpy.c"
 #include "torch.c"
-#include "cuda.c"
+#include "cuda_backend.c"
 #include "plan.c"
 #include "reduce.c"
 #include "deepcopy.c"

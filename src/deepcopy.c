@@ -1596,9 +1596,10 @@ error:
 /* Stack headroom                                                      */
 /* ------------------------------------------------------------------ */
 
-#if defined(__linux__) && defined(__GLIBC__)
-#include <pthread.h>
-static _Thread_local uintptr_t fc_stack_lo;   /* lowest usable address */
+#include "platform.h"
+
+#if FC_PLAT_HAVE_STACK_BOUNDS
+static FC_PLAT_THREAD_LOCAL uintptr_t fc_stack_lo;   /* lowest usable address */
 
 /* 0 | -1+RecursionError when this thread's C stack is nearly used up: a
    hook that recurses through deepcopy() must not crash a small thread. */
@@ -1606,18 +1607,14 @@ FC_INTERNAL int
 fc_stack_check(void)
 {
     /* the frame address, not a local's: ASan's fake stacks move locals */
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t sp = FC_PLAT_FRAME_ADDRESS();
     if (FC_UNLIKELY(fc_stack_lo == 0)) {
-        pthread_attr_t attr;
-        void *addr;
+        uintptr_t addr;
         size_t size;
         fc_stack_lo = 1;
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-                size_t margin = size / 4 < (64 << 10) ? size / 4 : (64 << 10);
-                fc_stack_lo = (uintptr_t)addr + margin;
-            }
-            pthread_attr_destroy(&attr);
+        if (fc_plat_stack_bounds(&addr, &size) == 0) {
+            size_t margin = size / 4 < (64 << 10) ? size / 4 : (64 << 10);
+            fc_stack_lo = addr + margin;
         }
     }
     if (FC_UNLIKELY(sp < fc_stack_lo)) {

@@ -44,18 +44,11 @@
  */
 #include "fastcopy.h"
 #include "defer.h"
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "state.h"
 #include "torch.h"
 
-#include <pthread.h>
-#ifdef __linux__
-#  include <sys/mman.h>
-#  include <unistd.h>
-#  ifndef MADV_POPULATE_WRITE
-#    define MADV_POPULATE_WRITE 23      /* Linux 5.14 */
-#  endif
-#endif
+#include "platform.h"
 
 /* Host copies are split over up to torch's intra-op thread count, as
    torch's own copy_ of a big storage is (at::parallel_for), but each thread
@@ -82,10 +75,9 @@ typedef struct {
 #define FC_POPULATE_MIN ((size_t)1 << 16)
 #define FC_POPULATE_PIECE ((size_t)2 << 20)
 
-#ifdef __linux__
+#if FC_PLAT_HAVE_POPULATE
 #  include <stdatomic.h>
 static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking */
-#endif
 
 /* Populate the pages of [a, b) (page aligned, at most one piece) that are
    not mapped yet, and only those: mincore() tells, one byte per page, from
@@ -102,9 +94,9 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
 {
     unsigned char vec[FC_POPULATE_PIECE / 4096];
     size_t npages = (size_t)(b - a) / page;
-    if (npages > sizeof(vec) || mincore((void *)a, (size_t)(b - a), vec) != 0) {
+    if (npages > sizeof(vec) || fc_plat_pages_mapped((void *)a, (size_t)(b - a), vec) != 0) {
         /* (cannot happen for our own buffers) populate it all */
-        return madvise((void *)a, (size_t)(b - a), MADV_POPULATE_WRITE) != 0 ? -1 : 0;
+        return fc_plat_pages_populate((void *)a, (size_t)(b - a));
     }
     for (size_t i = 0; i < npages; ) {
         if (vec[i] & 1) {
@@ -115,13 +107,14 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
         while (j < npages && !(vec[j] & 1)) {
             j++;
         }
-        if (madvise((void *)(a + i * page), (j - i) * page, MADV_POPULATE_WRITE) != 0) {
+        if (fc_plat_pages_populate((void *)(a + i * page), (j - i) * page) != 0) {
             return -1;
         }
         i = j;
     }
     return 0;
 }
+#endif /* FC_PLAT_HAVE_POPULATE */
 
 /* memcpy(dst, src, n).  A fresh destination faults on every page it
    touches; on big copies its missing pages are mapped ahead, a piece at a
@@ -133,11 +126,10 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
 static void
 fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
 {
-#ifdef __linux__
+#if FC_PLAT_HAVE_POPULATE
     if (populate && n >= FC_POPULATE_MIN && !atomic_load_explicit(&fc_populate_broken,
                                                        memory_order_relaxed)) {
-        long p = sysconf(_SC_PAGESIZE);
-        size_t page = p > 0 ? (size_t)p : 4096;
+        size_t page = fc_plat_page_size();
         for (size_t off = 0; off < n; off += FC_POPULATE_PIECE) {
             size_t len = n - off < FC_POPULATE_PIECE ? n - off : FC_POPULATE_PIECE;
             uintptr_t a = ((uintptr_t)dst + off + page - 1) & ~(uintptr_t)(page - 1);
@@ -172,12 +164,11 @@ fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int pop
     }
 }
 
-static void *
+static void
 fc_par_worker(void *arg)
 {
     FcParJob *j = arg;
     fc_par_range(j->ops, j->nops, j->lo, j->hi, j->populate);
-    return NULL;
 }
 
 /* Every op's memcpy, split by bytes over up to nthreads threads (this one
@@ -196,7 +187,7 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
         return;
     }
     FcParJob job[FC_PAR_MAX_THREADS];
-    pthread_t tid[FC_PAR_MAX_THREADS];
+    FcPlatThread tid[FC_PAR_MAX_THREADS];
     int started[FC_PAR_MAX_THREADS];
     size_t per = total / (size_t)nthreads, pos = 0;
     uintptr_t base = (uintptr_t)ops[0].dst;
@@ -215,23 +206,14 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
         job[i].populate = populate;
         pos = end;
     }
-    pthread_attr_t attr;
-    int have_attr = pthread_attr_init(&attr) == 0;
-    if (have_attr) {
-        (void)pthread_attr_setstacksize(&attr, 64 << 10);
-    }
     for (int i = 1; i < nthreads; i++) {
         started[i] = job[i].hi > job[i].lo
-            && pthread_create(&tid[i], have_attr ? &attr : NULL,
-                              fc_par_worker, &job[i]) == 0;
-    }
-    if (have_attr) {
-        pthread_attr_destroy(&attr);
+            && fc_plat_thread_start(&tid[i], fc_par_worker, &job[i], 64 << 10) == 0;
     }
     fc_par_range(ops, nops, job[0].lo, job[0].hi, populate);
     for (int i = 1; i < nthreads; i++) {
         if (started[i]) {
-            pthread_join(tid[i], NULL);
+            fc_plat_thread_join(&tid[i]);
         }
         else {
             fc_par_range(ops, nops, job[i].lo, job[i].hi, populate);

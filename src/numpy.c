@@ -50,8 +50,7 @@
 #include "settings.h"
 #include "state.h"
 
-#include <sched.h>
-#include <unistd.h>
+#include "platform.h"
 
 enum { FB_NP_ARRAY = 1 };   /* local kinds (buffers.h) */
 
@@ -63,17 +62,7 @@ enum { FB_NP_ARRAY = 1 };   /* local kinds (buffers.h) */
 static int
 fc_np_ncpu(void)
 {
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) {
-            return n;
-        }
-    }
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return fc_plat_ncpu();
 }
 
 /* Half the usable CPUs, at most 4: memcpy bandwidth saturates with a few

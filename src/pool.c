@@ -12,8 +12,9 @@
  * starts with a FcPoolHead that records its class and capacity: the numpy
  * allocator interface passes a size recomputed from the array's current
  * shape to free(), which cannot be trusted, so the block says how big it
- * is.  Blocks of FC_POOL_MIN bytes and more are mmap()ed (so that trim()
- * really gives memory back); smaller ones (a realloc can shrink a block)
+ * is.  Blocks of FC_POOL_MIN bytes and more are system pages
+ * (fc_plat_pages_alloc: mmap, VirtualAlloc), so that trim() really gives
+ * memory back; smaller ones (a realloc can shrink a block)
  * come from malloc() and are never cached.
  *
  * Invariants:
@@ -24,7 +25,7 @@
  *   - the pool is never torn down: blocks may be freed by arrays that
  *     outlive the module (interpreter shutdown), so it is a static object
  *     with a static mutex, usable before and after any interpreter;
- *   - fork: the lock is taken around fork() (pthread_atfork), so the child
+ *   - fork: the lock is taken around fork() (fc_plat_atfork), so the child
  *     inherits consistent lists (its own copy-on-write pages) and a fresh,
  *     unlocked mutex.
  * Nothing here touches Python objects; it is called without the GIL.
@@ -32,16 +33,15 @@
 #include "fastcopy.h"
 #include "pool.h"
 
+#include "platform.h"
+
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #define FC_POOL_MAGIC 0x66635f706f6f6c31ull      /* "fc_pool1" */
 #define FC_POOL_HEAD 64                          /* keeps data 64-aligned */
 #define FC_POOL_CLASSES 256
-#define FC_POOL_HUGE ((size_t)4 << 20)           /* madvise(MADV_HUGEPAGE) */
+#define FC_POOL_HUGE ((size_t)4 << 20)           /* fc_plat_pages_hint_huge */
 
 typedef struct FcPoolHead {
     uint64_t magic;
@@ -52,33 +52,32 @@ typedef struct FcPoolHead {
 } FcPoolHead;
 
 static struct {
-    pthread_mutex_t lock;
+    fc_plat_mutex_t lock;
     FcPoolHead *free[FC_POOL_CLASSES];
     size_t cached;               /* bytes on the free lists */
     size_t max_bytes;            /* retention cap */
     int retain;                  /* cache freed blocks at all */
     size_t hits, misses;         /* statistics */
-    pthread_once_t once;
+    fc_plat_once_t once;
 } fc_pool = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = FC_PLAT_MUTEX_INIT,
     .max_bytes = (size_t)1 << 30,
-    .once = PTHREAD_ONCE_INIT,
+    .once = FC_PLAT_ONCE_INIT,
 };
 
-static void fc_pool_prefork(void) { pthread_mutex_lock(&fc_pool.lock); }
-static void fc_pool_postfork_parent(void) { pthread_mutex_unlock(&fc_pool.lock); }
+static void fc_pool_prefork(void) { fc_plat_mutex_lock(&fc_pool.lock); }
+static void fc_pool_postfork_parent(void) { fc_plat_mutex_unlock(&fc_pool.lock); }
 
 static void
 fc_pool_postfork_child(void)
 {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    fc_pool.lock = fresh;
+    fc_plat_mutex_reset(&fc_pool.lock);
 }
 
 static void
 fc_pool_init_once(void)
 {
-    (void)pthread_atfork(fc_pool_prefork, fc_pool_postfork_parent,
+    (void)fc_plat_atfork(fc_pool_prefork, fc_pool_postfork_parent,
                          fc_pool_postfork_child);
 }
 
@@ -91,7 +90,7 @@ fc_pool_class(size_t n, size_t *cap)
         *cap = n;
         return -1;
     }
-    int lg = 63 - __builtin_clzll((unsigned long long)n);      /* 2^lg <= n */
+    int lg = 63 - fc_plat_clz64((uint64_t)n);      /* 2^lg <= n */
     size_t base = (size_t)1 << lg, step = base >> 2;
     size_t k = (n - base + step - 1) / step;                   /* 0..4 */
     *cap = base + k * step;
@@ -109,7 +108,7 @@ fc_pool_unmap(FcPoolHead *h)
         free(h);
     }
     else {
-        munmap(h, h->cap + FC_POOL_HEAD);
+        fc_plat_pages_free(h, h->cap + FC_POOL_HEAD);
     }
 }
 
@@ -125,7 +124,7 @@ fc_pool_alloc(size_t n, int *zeroed)
     int cls = fc_pool_class(n ? n : 1, &cap);
     FcPoolHead *h = NULL;
     if (cls >= 0) {
-        pthread_mutex_lock(&fc_pool.lock);
+        fc_plat_mutex_lock(&fc_pool.lock);
         h = fc_pool.free[cls];
         if (h != NULL) {
             fc_pool.free[cls] = h->next;
@@ -135,18 +134,15 @@ fc_pool_alloc(size_t n, int *zeroed)
         else {
             fc_pool.misses++;
         }
-        pthread_mutex_unlock(&fc_pool.lock);
+        fc_plat_mutex_unlock(&fc_pool.lock);
         if (h == NULL) {
-            void *p = mmap(NULL, cap + FC_POOL_HEAD, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p == MAP_FAILED) {
+            void *p = fc_plat_pages_alloc(cap + FC_POOL_HEAD);
+            if (p == NULL) {
                 return NULL;
             }
-#ifdef MADV_HUGEPAGE
             if (cap >= FC_POOL_HUGE) {
-                (void)madvise(p, cap + FC_POOL_HEAD, MADV_HUGEPAGE);
+                fc_plat_pages_hint_huge(p, cap + FC_POOL_HEAD);
             }
-#endif
             h = p;
             h->fresh = 1;
         }
@@ -187,14 +183,14 @@ fc_pool_free(void *p)
     }
     FcPoolHead *h = fc_pool_head(p);
     if (h->cls >= 0) {
-        pthread_mutex_lock(&fc_pool.lock);
+        fc_plat_mutex_lock(&fc_pool.lock);
         if (fc_pool.retain && fc_pool.cached + h->cap <= fc_pool.max_bytes) {
             h->next = fc_pool.free[h->cls];
             fc_pool.free[h->cls] = h;
             fc_pool.cached += h->cap;
             h = NULL;
         }
-        pthread_mutex_unlock(&fc_pool.lock);
+        fc_plat_mutex_unlock(&fc_pool.lock);
     }
     if (h != NULL) {
         h->magic = 0;
@@ -238,7 +234,7 @@ fc_pool_trim(void)
 {
     FcPoolHead *all = NULL;
     size_t bytes;
-    pthread_mutex_lock(&fc_pool.lock);
+    fc_plat_mutex_lock(&fc_pool.lock);
     bytes = fc_pool.cached;
     for (int i = 0; i < FC_POOL_CLASSES; i++) {
         FcPoolHead *h = fc_pool.free[i];
@@ -251,7 +247,7 @@ fc_pool_trim(void)
         fc_pool.free[i] = NULL;
     }
     fc_pool.cached = 0;
-    pthread_mutex_unlock(&fc_pool.lock);
+    fc_plat_mutex_unlock(&fc_pool.lock);
     while (all != NULL) {
         FcPoolHead *next = all->next;
         all->magic = 0;
@@ -266,12 +262,12 @@ fc_pool_trim(void)
 FC_INTERNAL void
 fc_pool_configure(int retain, size_t max_bytes)
 {
-    pthread_once(&fc_pool.once, fc_pool_init_once);
-    pthread_mutex_lock(&fc_pool.lock);
+    fc_plat_once(&fc_pool.once, fc_pool_init_once);
+    fc_plat_mutex_lock(&fc_pool.lock);
     fc_pool.retain = retain;
     fc_pool.max_bytes = max_bytes;
     int over = !retain || fc_pool.cached > max_bytes;
-    pthread_mutex_unlock(&fc_pool.lock);
+    fc_plat_mutex_unlock(&fc_pool.lock);
     if (over) {
         (void)fc_pool_trim();
     }
@@ -281,10 +277,10 @@ fc_pool_configure(int retain, size_t max_bytes)
 FC_INTERNAL void
 fc_pool_stats(size_t *cached, size_t *max_bytes, size_t *hits, size_t *misses)
 {
-    pthread_mutex_lock(&fc_pool.lock);
+    fc_plat_mutex_lock(&fc_pool.lock);
     *cached = fc_pool.cached;
     *max_bytes = fc_pool.max_bytes;
     *hits = fc_pool.hits;
     *misses = fc_pool.misses;
-    pthread_mutex_unlock(&fc_pool.lock);
+    fc_plat_mutex_unlock(&fc_pool.lock);
 }

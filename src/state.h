@@ -13,7 +13,7 @@
 #include "fastcopy.h"
 #include "numpy.h"
 #include "torch.h"
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "testing.h"
 
 struct FcState {

@@ -11,6 +11,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:  # `import shape` works whether or not tests/ is a package
     sys.path.insert(0, _HERE)
 
+import source_tree  # noqa: E402  (before fastcopy: it may take an unbuilt checkout off sys.path)
+
 ROOT = os.path.dirname(_HERE)
 
 try:
@@ -21,7 +23,8 @@ try:
 except ImportError as e:
     FASTCOPY = None
     FASTCOPY_MISSING = "fastcopy._fastcopy cannot be imported (%s); build with " \
-                       "`python setup.py build_ext --inplace`" % e
+                       "`python setup.py build_ext --inplace`, or install fastcopy-ml " \
+                       "(a wheel, `pip install .`)" % e
 
 needs_fastcopy = pytest.mark.skipif(FASTCOPY is None, reason=str(FASTCOPY_MISSING))
 

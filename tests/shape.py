@@ -292,9 +292,10 @@ def assert_equivalent(scenario, fc=_MISSING):
 
 
 def run_python(code, timeout=120):
-    """Run code in a fresh interpreter from the repository root (so a crash
-    is a failed test, not a dead test run).  Returns CompletedProcess."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+    """Run code in a fresh interpreter that imports the fastcopy under test
+    (source_tree), so that a crash is a failed test, not a dead test run.
+    Returns CompletedProcess."""
+    import source_tree
+    return subprocess.run([sys.executable, "-c", code], cwd=source_tree.RUN_CWD,
+                          env=source_tree.subprocess_env(),
                           capture_output=True, text=True, timeout=timeout)

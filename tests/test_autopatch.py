@@ -5,6 +5,7 @@ copied into a temporary site dir, and fresh interpreters started with -S process
 ``site.addsitedir`` (exactly what site.py does for site-packages at start-up).
 """
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -12,19 +13,32 @@ import textwrap
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import source_tree
+
+# the folder holding the fastcopy under test (the checkout, or site-packages under a wheel)
+ROOT = source_tree.PACKAGE_ROOT or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_FILES = ("_fastcopy_autopatch.py", "fastcopy-autopatch.pth", "fastcopy-autopatch.start")
 PEP829 = sys.version_info >= (3, 15)
 
 
 @pytest.fixture(scope="module")
 def site_dir(tmp_path_factory):
-    """A site dir holding exactly what build_py puts at the top of site-packages."""
-    build = tmp_path_factory.mktemp("build")
-    # egg_info -e keeps setuptools' metadata out of the source tree too
-    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "-e", str(build),
-                    "build_py", "-d", str(build)],
-                   cwd=ROOT, check=True, capture_output=True)
+    """A site dir holding exactly what build_py puts at the top of site-packages:
+    built from the checkout, or, when the fastcopy under test is installed, the
+    installed files themselves."""
+    installed = not source_tree.FROM_SOURCE and ROOT is not None \
+        and all(os.path.exists(os.path.join(ROOT, n)) for n in START_FILES)
+    if source_tree.SOURCE_ROOT is not None and not installed:
+        pytest.importorskip("setuptools")
+        build = tmp_path_factory.mktemp("build")
+        # egg_info -e keeps setuptools' metadata out of the source tree too
+        subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "-e", str(build),
+                        "build_py", "-d", str(build)],
+                       cwd=source_tree.SOURCE_ROOT, check=True, capture_output=True)
+    elif installed:
+        build = pathlib.Path(ROOT)
+    else:
+        pytest.skip("no checkout to build the start-up files from, and none installed")
     site = tmp_path_factory.mktemp("site")
     for name in START_FILES:
         shutil.copy(build / name, site / name)

@@ -17,7 +17,8 @@ from unittest import mock
 from fastcopy import _bench, _realistic
 from fastcopy.__main__ import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from source_tree import RUN_CWD, subprocess_env
+
 try:  # importable, not just present: matplotlib needs numpy
     import matplotlib  # noqa: F401
     HAVE_MPL = True
@@ -42,14 +43,14 @@ class TestList(unittest.TestCase):
             self.assertIn(w.name, out)
 
     def test_module_entry_point(self):
-        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--list"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--list"], cwd=RUN_CWD,
+                              env=subprocess_env(), capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("pyperf_deepcopy_memo", proc.stdout)
 
     def test_help(self):
-        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--help"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-m", "fastcopy", "--help"], cwd=RUN_CWD,
+                              env=subprocess_env(), capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         for opt in ("--workload", "--list", "--json", "--copy", "--size", "--quick", "--plot"):
             self.assertIn(opt, proc.stdout)
@@ -182,7 +183,8 @@ class TestRealistic(unittest.TestCase):
     def test_module_entry_point(self):
         proc = subprocess.run([sys.executable, "-m", "fastcopy", "--realistic", "--quick",
                                "--mode", "direct", "--no-copium", "-w", "graph_adjacency"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+                              cwd=RUN_CWD, env=subprocess_env(), capture_output=True,
+                              text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertIn("graph_adjacency", proc.stdout)
         self.assertIn("geometric mean", proc.stdout)

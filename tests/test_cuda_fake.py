@@ -18,6 +18,7 @@ import unittest
 import pytest
 
 from fastcopy import _cuda
+from source_tree import RUN_CWD, subprocess_env
 from fastcopy._snapshot import _cuda_backend_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +38,8 @@ def _build(variant):
     """Path of the fake driver .so for `variant` ('12+' or '11'); built once."""
     if variant in _built:
         return _built[variant]
+    if sys.platform == "win32":     # fakecuda.c is a POSIX shared object (pthreads)
+        raise unittest.SkipTest("the fake CUDA driver is built for POSIX systems")
     gcc = shutil.which("gcc")
     if gcc is None:
         raise unittest.SkipTest("gcc is needed to build the fake CUDA driver")
@@ -552,9 +555,9 @@ def test_gil_released_threads(fake):
 
 
 def test_gpucheck_without_gpu_exits_zero():
-    env = dict(os.environ, FASTCOPY_LIBCUDA="/nonexistent/libcuda.so.1")
+    env = subprocess_env(dict(os.environ, FASTCOPY_LIBCUDA="/nonexistent/libcuda.so.1"))
     r = subprocess.run([sys.executable, "-m", "fastcopy.gpucheck"], capture_output=True,
-                       text=True, env=env, cwd=os.path.dirname(HERE), timeout=120)
+                       text=True, env=env, cwd=RUN_CWD, timeout=120)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and "no GPU" in lines[0]
@@ -828,6 +831,7 @@ def test_snapshot_leaves_copy_module_alone():
 def test_gpucheck_cpu_dry_run():
     _torch()
     r = subprocess.run([sys.executable, "-m", "fastcopy.gpucheck", "--cpu-dry-run"],
-                       capture_output=True, text=True, cwd=os.path.dirname(HERE), timeout=300)
+                       capture_output=True, text=True, cwd=RUN_CWD, env=subprocess_env(),
+                       timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FAIL" not in r.stdout

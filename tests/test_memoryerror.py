@@ -24,8 +24,8 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import source_tree  # noqa: E402
 
 try:
     import _testcapi
@@ -283,7 +283,8 @@ def _numpy_pool_count():
 
 
 def _worker(argv):
-    sys.path.insert(0, ROOT)
+    if source_tree.FROM_SOURCE:
+        sys.path.insert(0, source_tree.SOURCE_ROOT)
     kind = argv[0]
     if kind == "npcount":
         result = _numpy_pool_count()
@@ -313,7 +314,8 @@ def _impl_names():
 
 def _run_worker(*args, timeout=300):
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker"] + list(args),
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+                          cwd=source_tree.RUN_CWD, env=source_tree.subprocess_env(),
+                          capture_output=True, text=True, timeout=timeout)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])

@@ -211,8 +211,9 @@ _FFUZZ = os.environ.get("FASTCOPY_FFUZZ_SEEDS") or (
 @pytest.mark.parametrize("mode,seeds", [("random", _FFUZZ or "0:100"), ("hook", _FFUZZ or "0:150")])
 def test_finalizer_fuzz(fc, mode, seeds):
     r = run_python("import runpy, sys; sys.argv = ['finalizer_fuzz', '--mode', %r, '--seeds', %r];"
-                   "runpy.run_path('tests/finalizer_fuzz.py', run_name='__main__')"
-                   % (mode, seeds), timeout=600)
+                   "runpy.run_path(%r, run_name='__main__')"
+                   % (mode, seeds, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                "finalizer_fuzz.py")), timeout=600)
     last = r.stderr.strip().splitlines()[-1:] if r.stderr else []
     assert r.returncode == 0, "rc %s; last case started: %s\n%s" % (r.returncode, last,
                                                                      r.stdout[-4000:])

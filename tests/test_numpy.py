@@ -709,10 +709,8 @@ def test_backends():
 # --------------------------------------------------------------------------
 
 def _run(code):
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", code], cwd=root, env=env,
+    from source_tree import RUN_CWD, subprocess_env
+    return subprocess.run([sys.executable, "-c", code], cwd=RUN_CWD, env=subprocess_env(),
                           capture_output=True, text=True, timeout=120)
 
 

@@ -14,8 +14,11 @@ import sys
 import sysconfig
 import unittest
 
-if __name__ == "__main__":  # run as a script: import fastcopy from the repo root
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if __name__ == "__main__":  # run as a script: import the fastcopy the suite tests
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import source_tree
+    if source_tree.FROM_SOURCE:
+        sys.path.insert(0, source_tree.SOURCE_ROOT)
 
 try:
     import fastcopy._fastcopy  # noqa: F401

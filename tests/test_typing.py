@@ -13,7 +13,10 @@ import textwrap
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import source_tree
+
+# the folder holding the fastcopy under test: the checkout, or site-packages
+ROOT = source_tree.PACKAGE_ROOT or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GOOD = """
 import sys
@@ -117,7 +120,9 @@ def mypy_output(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("typing")
     (tmp / "good.py").write_text(textwrap.dedent(GOOD))
     (tmp / "bad.py").write_text(textwrap.dedent(BAD))
-    env = dict(os.environ, MYPYPATH=ROOT)
+    env = dict(os.environ)
+    if source_tree.FROM_SOURCE:     # an installed package is found through its py.typed
+        env["MYPYPATH"] = ROOT
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
          "--cache-dir", str(tmp / ".mypy_cache"), "good.py", "bad.py"],

@@ -1,5 +1,5 @@
 /*
- * cuda.c: the "cuda" buffer backend.  It recognises no type of its own:
+ * cuda_backend.c: the "cuda" buffer backend.  It recognises no type of its own:
  * CUDA tensors are torch's (torch.c, configure(torch_cuda=True)), and
  * their byte copies reach the device through the deferred-copy queue
  * (defer.c), which submits them to fastcopy._cuda's C API.  This part owns
@@ -7,7 +7,7 @@
  * (fastcopy.backends() adds what the driver reports: fastcopy/_snapshot.py).
  */
 #include "fastcopy.h"
-#include "cuda.h"
+#include "cuda_backend.h"
 #include "buffers.h"
 #include "state.h"
 

@@ -1,15 +1,15 @@
 /*
- * cuda.h: the CUDA buffer backend (cuda.c) -- the core's side of
+ * cuda_backend.h: the CUDA buffer backend (cuda_backend.c) -- the core's side of
  * fastcopy._cuda, the optional extension that talks to the driver.  Its
  * copies are the torch backend's CUDA tensors, whose bytes defer.c hands to
  * fastcopy._cuda's C API in batches.
  */
-#ifndef FASTCOPY_CUDA_H
-#define FASTCOPY_CUDA_H
+#ifndef FASTCOPY_CUDA_BACKEND_H
+#define FASTCOPY_CUDA_BACKEND_H
 
 #include "fastcopy.h"
 
-/* FcState.cuda.  Traversed and cleared by cuda.c's backend table. */
+/* FcState.cuda.  Traversed and cleared by cuda_backend.c's backend table. */
 typedef struct {
     PyObject *mod;                 /* fastcopy._cuda once its C API is used */
     const FcCudaCAPI *api;         /* its C API (lives as long as mod) */
@@ -20,4 +20,4 @@ typedef struct {
    the API | NULL+exc */
 FC_INTERNAL const FcCudaCAPI *fc_cuda_api(FcState *st);
 
-#endif /* FASTCOPY_CUDA_H */
+#endif /* FASTCOPY_CUDA_BACKEND_H */
