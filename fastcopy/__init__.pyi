@@ -5,7 +5,7 @@ import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager
 from copy import Error as Error
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from typing_extensions import Self
 
@@ -34,7 +34,8 @@ error = Error
 
 __all__ = [
     "Error", "error", "copy", "deepcopy", "replicate", "patch", "unpatch", "patched", "is_patched",
-    "cowdict", "configure", "trim", "backends", "snapshot",
+    "cowdict", "configure", "trim", "backends", "snapshot", "profile", "CopySite",
+    "SlowCopyWarning",
 ]
 if sys.version_info >= (3, 13):
     __all__ += ["replace"]
@@ -128,3 +129,58 @@ def snapshot(x: _T, *, device: Any = "cpu", pin_memory: bool = False) -> _T:
 
     Not a drop-in for copy.deepcopy: see docs/api.md.
     """
+
+# --- the copy profiler (fastcopy/_profile.py, docs/profiling.md) ---------------------------
+
+_Sort = Literal["time", "bytes", "calls"]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+class SlowCopyWarning(RuntimeWarning):
+    """A top-level copy took at least configure(warn_slow=seconds); issued at the caller's line."""
+
+    op: str
+    seconds: float
+    objects: int
+    buffer_bytes: int
+    hooks: int
+
+class CopySite:
+    """One call site's top-level copies (totals over its calls)."""
+
+    file: str
+    line: int
+    function: str
+    op: str  # "deepcopy" | "copy"
+    calls: int
+    total_s: float
+    max_s: float
+    objects: int
+    buffer_bytes: int
+    hooks: int
+    memo_max: int
+    buffer_s: float
+    buffer_kinds: tuple[str, ...]
+    threads: int
+    hint: str | None
+    @property
+    def mean_s(self) -> float: ...
+    def as_dict(self) -> dict[str, Any]: ...
+
+class profile:
+    """Record every top-level copy by call site: a context manager and a decorator."""
+
+    patch: bool
+    def __init__(self, *, patch: bool = True) -> None: ...
+    def start(self) -> Self: ...
+    def stop(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+    def __call__(self, func: _F) -> _F: ...
+    @property
+    def active(self) -> bool: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    def clear(self) -> None: ...
+    def sites(self, sort: _Sort = "time") -> list[CopySite]: ...
+    def report(self, top: int | None = None, sort: _Sort = "time") -> str: ...
+    def to_json(self, sort: _Sort = "time", indent: int | None = None) -> str: ...

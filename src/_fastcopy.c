@@ -15,5 +15,6 @@
 #include "deepcopy.c"
 #include "select.c"
 #include "copy.c"
+#include "profile.c"
 #include "cowdict.c"
 #include "module.c"

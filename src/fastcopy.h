@@ -54,6 +54,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "fc_cuda_capi.h"
 
@@ -440,6 +441,11 @@ typedef struct {
                                       _sysinfo(): how often a memo was shown
                                       to a hook, lent to a nested call, and
                                       turned into the dict for good */
+    /* profiling (profile.c) */
+    int prof;                      /* FC_PROF_* bits; 0: off, one branch per
+                                      top-level call */
+    int64_t prof_warn_ns;          /* configure(warn_slow=) in ns; -1 off */
+    PyObject *prof_hook;           /* fastcopy._profile._on_copy, or NULL */
 } FcState;
 
 /* ------------------------------------------------------------------ */
@@ -549,6 +555,92 @@ typedef struct FcCtx {
    (numpy.c, torch.c): deep-copy x within the running call (same memo,
    same work stack).  new ref | NULL+exc */
 static PyObject *fc_walk(FcCtx *c, PyObject *x);
+
+/* ------------------------------------------------------------------ */
+/* Profiling (profile.c)                                               */
+/* ------------------------------------------------------------------ */
+
+#define FC_PROF_RECORD 1          /* FcState.prof: fastcopy.profile() records */
+#define FC_PROF_WARN   2          /* FcState.prof: configure(warn_slow=) is set */
+enum { FC_PROF_DEEPCOPY = 0, FC_PROF_COPY = 1 };
+enum { FC_PROF_NUMPY = 1, FC_PROF_TORCH = 2 };   /* FcProfCall.buffer_kinds */
+
+/* The counters of this thread's running top-level copy.  Kept in
+   thread-local storage rather than on the C stack: a hook may switch
+   greenlets, and a pointer into a suspended stack must never be written. */
+typedef struct {
+    int depth;                /* profiled calls running on this thread: 1 is
+                                 the top-level one, more are nested in it */
+    int64_t t0;               /* its start, fc_prof_now() */
+    Py_ssize_t objects;       /* memo entries its calls added (+1 per new
+                                 shallow copy) */
+    Py_ssize_t hooks;         /* objects copied through the stdlib's generic
+                                 road (a copier, __deepcopy__/__copy__, a reduce) */
+    Py_ssize_t memo_max;      /* largest memo at the end of one of its calls */
+    int64_t buffer_bytes;     /* bytes of arrays/tensors copied natively */
+    int64_t buffer_ns;        /* time spent copying them */
+    int buffer_kinds;         /* FC_PROF_NUMPY | FC_PROF_TORCH */
+} FcProfCall;
+
+static _Thread_local FcProfCall fc_prof_tls;
+
+/* A monotonic clock in ns, cheap (vDSO on Linux). */
+FC_INLINE int64_t
+fc_prof_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The counters to bump, or NULL when nothing is profiled here.  Called only
+   at places that are expensive anyway: a hook call, a buffer copy. */
+FC_INLINE FcProfCall *
+fc_prof_counting(FcState *st)
+{
+    return FC_UNLIKELY(st->prof) && fc_prof_tls.depth > 0 ? &fc_prof_tls : NULL;
+}
+
+/* One more object copied through the generic road (a hook). */
+FC_INLINE void
+fc_prof_hook(FcState *st)
+{
+    FcProfCall *pc = fc_prof_counting(st);
+    if (pc != NULL) {
+        pc->hooks++;
+    }
+}
+
+/* A buffer copy of nbytes that started at t0 (fc_prof_now()) is done. */
+FC_INLINE void
+fc_prof_buffer(FcProfCall *pc, int kind, int64_t nbytes, int64_t t0)
+{
+    pc->buffer_bytes += nbytes;
+    pc->buffer_ns += fc_prof_now() - t0;
+    pc->buffer_kinds |= kind;
+}
+
+/* Open a profiled call: 1 it is this thread's top-level call (counters
+   reset, clock started) | 0 nested inside one (counts go to that). */
+static int fc_prof_begin(void);
+
+/* Close it: a top-level call is reported to the Python recorder
+   (fastcopy/_profile.py), which may raise (a SlowCopyWarning turned into an
+   error): then y is dropped.  Steals y.  y | NULL+exc */
+static PyObject *fc_prof_end(FcState *st, int top, int op, PyObject *x, PyObject *y);
+
+/* A deepcopy() call's memo size now (entries, keep-alive list not
+   counted; 0 for a mapping that is not a dict: asking it runs its code). */
+static Py_ssize_t fc_prof_memo_len(FcCtx *c);
+
+/* configure(warn_slow=v) (numpy.c): v in *ns, -1 off.  0 | -1+exc */
+static int fc_prof_warn_arg(PyObject *v, int64_t *ns);
+/* ... and applied. */
+static void fc_prof_set_warn(FcState *st, int64_t ns);
+/* settings["warn_slow"] for configure()'s answer.  0 | -1+exc */
+static int fc_prof_settings(FcState *st, PyObject *settings);
+/* Defaults (off) and _profiling() (module.c's exec).  0 | -1+exc */
+static int fc_prof_exec(PyObject *module, FcState *st);
 
 /* A unique non-object pointer: "a frame was pushed, no result yet". */
 static char fc_pushed_marker;

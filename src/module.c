@@ -21,7 +21,7 @@
     X(torch_preserve) X(torch_copy_deepcopy) X(torch_tensor_globals) \
     X(torch_storage_globals) X(torch_make_subclass) \
     X(torch_empty_like) X(torch_incr_version) X(torch_cuda_stream) X(torch_num_threads) X(torch_real_dtype) X(torch_int_dtypes) X(cuda_mod) \
-    X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type)
+    X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type) X(prof_hook)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)
@@ -161,9 +161,11 @@ fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             if (mod == NULL) {
                 return NULL;
             }
+            /* profiled as one copy() (profile.c) */
+            int prof = st->prof != 0, top = prof ? fc_prof_begin() : 0;
             PyObject *res = PyObject_CallMethod(mod, "copy_paths", "OO", x, o[1]);
             Py_DECREF(mod);
-            return res;
+            return prof ? fc_prof_end(st, top, FC_PROF_COPY, NULL, res) : res;
         }
     }
     return fc_copy(st, x);
@@ -201,7 +203,10 @@ fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_ValueError, "n must be >= 0");
         return NULL;
     }
-    return fc_replicate(st, o[0], n, share);
+    /* profiled as one deepcopy() (profile.c) */
+    int prof = st->prof != 0, top = prof ? fc_prof_begin() : 0;
+    PyObject *res = fc_replicate(st, o[0], n, share);
+    return prof ? fc_prof_end(st, top, FC_PROF_DEEPCOPY, NULL, res) : res;
 }
 
 /* ------------------------------------------------------------------ */
@@ -649,7 +654,7 @@ fc_exec(PyObject *module)
 #if FC_PY312_PLUS
     st->seen_gen = 0;
 #endif
-    if (fc_np_exec(module, st) < 0) {
+    if (fc_np_exec(module, st) < 0 || fc_prof_exec(module, st) < 0) {
         goto error;
     }
 #ifdef FC_HAVE_COWDICT

@@ -500,7 +500,13 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
     PyArrayObject *a = (PyArrayObject *)x;
     PyObject *y;
     if (!PyDataType_REFCHK(PyArray_DESCR(a))) {
+        FcProfCall *pc = fc_prof_counting(st);      /* profile.c */
+        int64_t t0 = pc != NULL ? fc_prof_now() : 0;
+        int64_t nbytes = (int64_t)PyArray_NBYTES(a);
         y = fc_np_copy_plain(st, a);
+        if (pc != NULL && y != NULL) {
+            fc_prof_buffer(pc, FC_PROF_NUMPY, nbytes, t0);
+        }
     }
     else {
         y = fc_np_copy_objects(c, a);
@@ -557,13 +563,18 @@ fc_np_settings(FcState *st)
 {
     size_t cached, maxb, hits, misses;
     fc_pool_stats(&cached, &maxb, &hits, &misses);
-    return Py_BuildValue("{s:i,s:n,s:O,s:n,s:O,s:O}",
-                         "numpy_threads", st->np_threads,
-                         "numpy_parallel_min_bytes", st->np_par_min,
-                         "numpy_pool", st->np_pool ? Py_True : Py_False,
-                         "numpy_pool_max_bytes", (Py_ssize_t)maxb,
-                         "torch_defer", st->torch_defer ? Py_True : Py_False,
-                         "torch_cuda", st->torch_cuda ? Py_True : Py_False);
+    PyObject *d = Py_BuildValue("{s:i,s:n,s:O,s:n,s:O,s:O}",
+                                "numpy_threads", st->np_threads,
+                                "numpy_parallel_min_bytes", st->np_par_min,
+                                "numpy_pool", st->np_pool ? Py_True : Py_False,
+                                "numpy_pool_max_bytes", (Py_ssize_t)maxb,
+                                "torch_defer", st->torch_defer ? Py_True : Py_False,
+                                "torch_cuda", st->torch_cuda ? Py_True : Py_False);
+    /* warn_slow (profile.c) */
+    if (d != NULL && fc_prof_settings(st, d) < 0) {
+        Py_CLEAR(d);
+    }
+    return d;
 }
 
 /* A non-negative int keyword.  0 | -1+exc */
@@ -590,7 +601,7 @@ fc_np_size_arg(const char *name, PyObject *v, Py_ssize_t *out)
 PyDoc_STRVAR(fc_configure_doc,
 "configure(*, numpy_threads=None, numpy_parallel_min_bytes=None,\n"
 "          numpy_pool=None, numpy_pool_max_bytes=None, torch_defer=None,\n"
-"          torch_cuda=None)\n--\n\n"
+"          torch_cuda=None, warn_slow=None)\n--\n\n"
 "Tune the buffer backends; arguments left as None keep their value.\n"
 "Returns the previous settings as a dict, so configure(**old) restores\n"
 "them.\n\n"
@@ -609,7 +620,10 @@ PyDoc_STRVAR(fc_configure_doc,
 "    own copy_ would.\n"
 "torch_cuda: copy plain CUDA tensors natively, their bytes in one batch\n"
 "    per device on torch's current stream (off by default: see\n"
-"    docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.");
+"    docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.\n"
+"warn_slow: seconds; every top-level copy taking at least that long\n"
+"    warns with fastcopy.SlowCopyWarning at the caller's line.  Unlike the\n"
+"    others, warn_slow=None (or False) switches it off: the default.");
 
 static PyObject *
 fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -618,9 +632,14 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     FcState *st = (FcState *)PyModule_GetState(module);
     static const char *const names[] = {"numpy_threads", "numpy_parallel_min_bytes",
                                         "numpy_pool", "numpy_pool_max_bytes",
-                                        "torch_defer", "torch_cuda"};
-    PyObject *o[6];
-    if (fc_parse("configure", args, nargs, kwnames, names, 6, 0, 0, o) < 0) {
+                                        "torch_defer", "torch_cuda",
+                                        "warn_slow"};   /* profile.c */
+    PyObject *o[7];
+    if (fc_parse("configure", args, nargs, kwnames, names, 7, 0, 0, o) < 0) {
+        return NULL;
+    }
+    int64_t warn_ns = -1;   /* warn_slow (profile.c): given, even as None */
+    if (o[6] != NULL && fc_prof_warn_arg(o[6], &warn_ns) < 0) {
         return NULL;
     }
     Py_ssize_t threads = -1, par_min = -1, pool_max = -1;
@@ -663,6 +682,9 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     if (cuda >= 0) {
         st->torch_cuda = cuda;
+    }
+    if (o[6] != NULL) {
+        fc_prof_set_warn(st, warn_ns);      /* profile.c */
     }
     if (pool >= 0 || pool_max >= 0) {
         size_t cached, maxb, hits, misses;

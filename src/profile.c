@@ -1,0 +1,224 @@
+/*
+ * profile.c: the C half of fastcopy.profile() and configure(warn_slow=).
+ *
+ * Off, profiling costs one test of FcState.prof per deepcopy() / copy()
+ * call (fc_deepcopy, fc_copy), on a field of the state the call reads
+ * anyway.  On, the call runs as fc_deepcopy_profiled / fc_copy_profiled:
+ *
+ *   - fc_prof_begin() tells this thread's top-level call from the calls
+ *     nested in it (a hook's own deepcopy(), the stdlib's _reconstruct
+ *     calling the patched copy.deepcopy, copy(x, deep=...)'s inner copies)
+ *     by a per-thread depth: a nested call is part of the outer one;
+ *   - the walk bumps counters only where it does something expensive
+ *     already: an object taking the stdlib's generic road, i.e. calling a
+ *     hook (fc_prof_hook), a native array/tensor byte copy
+ *     (fc_prof_buffer, timed); each deepcopy() adds the entries of its
+ *     memo at its end, the cost of that is one read for a native memo;
+ *   - fc_prof_end() hands a top-level call's time and counters to
+ *     fastcopy._profile._on_copy, which finds the caller's line and records
+ *     it (FC_PROF_RECORD) and warns when the call took at least warn_slow
+ *     (FC_PROF_WARN).  With warn_slow alone, only slow calls reach Python.
+ *
+ * A call that raises is not reported.  The counters live in thread-local
+ * storage (fastcopy.h), so threads never mix; the state's flag, threshold
+ * and hook are changed only with the GIL held.
+ */
+#include "fastcopy.h"
+
+static int
+fc_prof_begin(void)
+{
+    FcProfCall *pc = &fc_prof_tls;
+    if (pc->depth++ > 0) {
+        return 0;
+    }
+    pc->objects = pc->hooks = pc->memo_max = 0;
+    pc->buffer_bytes = pc->buffer_ns = 0;
+    pc->buffer_kinds = 0;
+    pc->t0 = fc_prof_now();
+    return 1;
+}
+
+static PyObject *
+fc_prof_end(FcState *st, int top, int op, PyObject *x, PyObject *y)
+{
+    FcProfCall *pc = &fc_prof_tls;
+    int64_t dt = top ? fc_prof_now() - pc->t0 : 0;
+    if (y != NULL && x != NULL && y != x) {
+        pc->objects++;              /* a shallow copy made one new object */
+    }
+    int slow = top && y != NULL && (st->prof & FC_PROF_WARN)
+               && st->prof_warn_ns >= 0 && dt >= st->prof_warn_ns;
+    PyObject *hook = st->prof_hook;
+    if (!top || y == NULL || hook == NULL || !((st->prof & FC_PROF_RECORD) || slow)) {
+        pc->depth--;
+        return y;
+    }
+    /* the recorder runs at depth 1: copies it makes (a warnings filter, a
+       showwarning) count into this finished call and are not recorded */
+    Py_INCREF(hook);
+    PyObject *args[9] = {
+        PyLong_FromLong(op),
+        PyLong_FromLongLong(dt),
+        PyLong_FromSsize_t(pc->objects),
+        PyLong_FromLongLong(pc->buffer_bytes),
+        PyLong_FromSsize_t(pc->hooks),
+        PyLong_FromSsize_t(pc->memo_max),
+        PyLong_FromLongLong(pc->buffer_ns),
+        PyLong_FromLong(pc->buffer_kinds),
+        Py_NewRef(slow ? Py_True : Py_False),
+    };
+    PyObject *r = NULL;
+    int ok = 1;
+    for (int i = 0; i < 9; i++) {
+        ok &= args[i] != NULL;
+    }
+    if (ok) {
+        r = PyObject_Vectorcall(hook, args, 9, NULL);
+    }
+    for (int i = 0; i < 9; i++) {
+        Py_XDECREF(args[i]);
+    }
+    Py_DECREF(hook);
+    pc->depth--;
+    if (r == NULL) {
+        /* warnings.warn semantics: a warning made an error raises here */
+        Py_DECREF(y);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return y;
+}
+
+static Py_ssize_t
+fc_prof_memo_len(FcCtx *c)
+{
+    if (c->mode == FC_MEMO_NATIVE) {
+        return c->native.n;
+    }
+    if (c->mode != FC_MEMO_DICT) {
+        return 0;
+    }
+    /* no exception is pending at either end of a call that counts */
+    Py_ssize_t n = PyDict_GET_SIZE(c->memo);
+    PyObject *k = PyLong_FromVoidPtr(c->memo);
+    int r = k != NULL ? PyDict_Contains(c->memo, k) : -1;
+    Py_XDECREF(k);
+    if (r < 0) {
+        PyErr_Clear();
+        return n;
+    }
+    return n - r;       /* memo[id(memo)], the keep-alive list, is no copy */
+}
+
+/* ------------------------------------------------------------------ */
+/* Settings                                                            */
+/* ------------------------------------------------------------------ */
+
+/* configure(warn_slow=v): seconds (an int or float >= 0); None or False
+   switch it off.  *ns: the threshold, -1 off.  0 | -1+exc */
+static int
+fc_prof_warn_arg(PyObject *v, int64_t *ns)
+{
+    if (v == Py_None || v == Py_False) {
+        *ns = -1;
+        return 0;
+    }
+    if (PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v))) {
+        PyErr_Format(PyExc_TypeError,
+                     "configure(): warn_slow must be a number of seconds or None, not %.200s",
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    double s = PyFloat_AsDouble(v);
+    if (s == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (!(s >= 0.0) || s > 1e9) {
+        PyErr_SetString(PyExc_ValueError,
+                        "configure(): warn_slow must be >= 0 seconds (None: off)");
+        return -1;
+    }
+    *ns = (int64_t)(s * 1e9 + 0.5);
+    return 0;
+}
+
+static void
+fc_prof_set_warn(FcState *st, int64_t ns)
+{
+    st->prof_warn_ns = ns;
+    if (ns >= 0) {
+        st->prof |= FC_PROF_WARN;
+    }
+    else {
+        st->prof &= ~FC_PROF_WARN;
+    }
+}
+
+/* settings["warn_slow"]: seconds or None.  0 | -1+exc */
+static int
+fc_prof_settings(FcState *st, PyObject *settings)
+{
+    PyObject *v = st->prof_warn_ns >= 0 ? PyFloat_FromDouble((double)st->prof_warn_ns / 1e9)
+                                        : Py_NewRef(Py_None);
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyDict_SetItemString(settings, "warn_slow", v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* _profiling()                                                        */
+/* ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(fc_profiling_doc,
+"_profiling(hook, on)\n--\n\n"
+"fastcopy/_profile.py only: the recorder each profiled top-level copy is\n"
+"reported to, hook(op, ns, objects, buffer_bytes, hooks, memo_max,\n"
+"buffer_ns, buffer_kinds, slow), and whether every call is reported (on)\n"
+"or only those configure(warn_slow=) finds slow.");
+
+static PyObject *
+fc_py_profiling(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_profiling(hook, on)");
+        return NULL;
+    }
+    PyObject *hook = args[0];
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_TypeError, "_profiling(): hook must be callable or None");
+        return NULL;
+    }
+    int on = PyObject_IsTrue(args[1]);
+    if (on < 0) {
+        return NULL;
+    }
+    Py_XSETREF(st->prof_hook, hook == Py_None ? NULL : Py_NewRef(hook));
+    if (on && st->prof_hook != NULL) {
+        st->prof |= FC_PROF_RECORD;
+    }
+    else {
+        st->prof &= ~FC_PROF_RECORD;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fc_prof_methods[] = {
+    {"_profiling", (PyCFunction)(void (*)(void))fc_py_profiling, METH_FASTCALL,
+     fc_profiling_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Off, and the function above.  0 | -1+exc */
+static int
+fc_prof_exec(PyObject *module, FcState *st)
+{
+    st->prof = 0;
+    st->prof_warn_ns = -1;
+    st->prof_hook = NULL;
+    return PyModule_AddFunctions(module, fc_prof_methods);
+}
