@@ -78,23 +78,25 @@ _we_patched = False      # ...and the patch is theirs to undo
 
 
 def _on_copy(op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
-    # The hot path: at most one call per top-level copy.  A record is a list
+    # The hot path: one call per top-level copy.  A record is a list
     # [code, calls, total_ns, max_ns, objects, buffer_bytes, hooks, memo_max, buffer_ns, kinds]
-    # keyed by (id(code), f_lasti, op); it holds the code, so the id cannot be reused.  Each
-    # thread has its own dict of records per profiler, so no update is lost to a thread switch.
+    # keyed by (thread id, id(code), f_lasti, op): it holds the code, so the id cannot be reused,
+    # and only its own thread updates it, so no update is lost to a thread switch.
     try:
-        f = _caller(_getframe(1))
+        f = _getframe(1)
+        code = f.f_code
+        if _skip.get(code.co_filename, True):
+            f = _caller(f)
+            code = f.f_code
+        lasti = f.f_lasti
     except ValueError:   # called from C with no Python frame (a thread started by C code)
-        f = None
+        f = code = None
+        lasti = -1
     recorders = _recorders
     if recorders:
-        code = f.f_code if f is not None else None
-        key = (id(code), f.f_lasti if f is not None else -1, op)
-        tid = _get_ident()
+        key = (_get_ident(), id(code), lasti, op)
         for p in recorders:
-            raw = p._threads.get(tid)
-            if raw is None:
-                raw = p._threads[tid] = {}
+            raw = p._raw
             r = raw.get(key)
             if r is None:
                 raw[key] = [code, 1, ns, ns, objects, nbytes, hooks, memo, buf_ns, kinds]
@@ -104,12 +106,14 @@ def _on_copy(op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
             if ns > r[3]:
                 r[3] = ns
             r[4] += objects
-            r[5] += nbytes
-            r[6] += hooks
             if memo > r[7]:
                 r[7] = memo
-            r[8] += buf_ns
-            r[9] |= kinds
+            if hooks:
+                r[6] += hooks
+            if nbytes:
+                r[5] += nbytes
+                r[8] += buf_ns
+                r[9] |= kinds
     if slow:
         _warn_slow(f, op, ns, objects, nbytes, hooks)
 
@@ -252,7 +256,7 @@ class profile(contextlib.ContextDecorator):
 
     def __init__(self, *, patch=True):
         self.patch = patch
-        self._threads = {}       # thread id -> {key: record}
+        self._raw = {}           # (thread id, id(code), f_lasti, op) -> record (_on_copy)
         self._depth = 0
         self._started = None
         self._elapsed = 0.0
@@ -297,7 +301,7 @@ class profile(contextlib.ContextDecorator):
 
     def clear(self):
         """Forget every record (the profiler keeps running if it is)."""
-        self._threads = {}
+        self._raw = {}
         self._elapsed = 0.0
         if self._started is not None:
             self._started = time.perf_counter()
@@ -317,33 +321,32 @@ class profile(contextlib.ContextDecorator):
         if sort not in _SORTS:
             raise ValueError("sort must be one of %s, not %r" % (", ".join(_SORTS), sort))
         merged, threads, lines = {}, {}, {}
-        for tid, raw in list(self._threads.items()):
-            for key, r in list(raw.items()):
-                code, lasti, op = r[0], key[1], key[2]
-                lk = (key[0], lasti)
-                line = lines.get(lk)
-                if line is None:
-                    line = lines[lk] = _line_of(code, lasti)
-                if code is None:
-                    site_key = ("<unknown>", 0, "<unknown>", op)
-                else:
-                    site_key = (code.co_filename, line,
-                                getattr(code, "co_qualname", code.co_name), op)
-                s = merged.get(site_key)
-                if s is None:
-                    s = merged[site_key] = CopySite(*site_key[:3], _OPS[op])
-                    s.buffer_kinds = 0
-                    threads[site_key] = set()
-                threads[site_key].add(tid)
-                s.calls += r[1]
-                s.total_s += r[2] / 1e9
-                s.max_s = max(s.max_s, r[3] / 1e9)
-                s.objects += r[4]
-                s.buffer_bytes += r[5]
-                s.hooks += r[6]
-                s.memo_max = max(s.memo_max, r[7])
-                s.buffer_s += r[8] / 1e9
-                s.buffer_kinds |= r[9]
+        for key, r in list(self._raw.items()):
+            tid, code, lasti, op = key[0], r[0], key[2], key[3]
+            lk = (key[1], lasti)
+            line = lines.get(lk)
+            if line is None:
+                line = lines[lk] = _line_of(code, lasti)
+            if code is None:
+                site_key = ("<unknown>", 0, "<unknown>", op)
+            else:
+                site_key = (code.co_filename, line,
+                            getattr(code, "co_qualname", code.co_name), op)
+            s = merged.get(site_key)
+            if s is None:
+                s = merged[site_key] = CopySite(*site_key[:3], _OPS[op])
+                s.buffer_kinds = 0
+                threads[site_key] = set()
+            threads[site_key].add(tid)
+            s.calls += r[1]
+            s.total_s += r[2] / 1e9
+            s.max_s = max(s.max_s, r[3] / 1e9)
+            s.objects += r[4]
+            s.buffer_bytes += r[5]
+            s.hooks += r[6]
+            s.memo_max = max(s.memo_max, r[7])
+            s.buffer_s += r[8] / 1e9
+            s.buffer_kinds |= r[9]
         out = list(merged.values())
         for k, s in merged.items():
             s.threads = len(threads[k])
@@ -367,21 +370,22 @@ class profile(contextlib.ContextDecorator):
             lines.append("(no copies recorded)")
             return "\n".join(lines) + "\n"
         shown = sites if top is None else sites[:max(0, int(top))]
-        head = ("%10s %6s %9s %10s %10s %12s %12s %8s  %s"
+        head = ("%9s %6s %8s %9s %9s %12s %12s %6s %10s  %s"
                 % ("total", "share", "calls", "mean", "max", "objects/call", "buffers/call",
-                   "hooks/c", "site"))
+                   "in buf", "hooks/call", "site"))
         lines.append(head)
         lines.append("-" * len(head))
         cwd = os.getcwd() + os.sep
         for s in shown:
             f = s.file[len(cwd):] if s.file.startswith(cwd) else s.file
-            lines.append("%10s %5.1f%% %9s %10s %10s %12s %12s %8s  %s:%d %s (%s)" % (
+            lines.append("%9s %5.1f%% %8s %9s %9s %12s %12s %5.0f%% %10s  %s:%d %s (%s)" % (
                 _fmt_time(s.total_s), 100.0 * s.total_s / total if total else 0.0,
                 _fmt_int(s.calls), _fmt_time(s.mean_s), _fmt_time(s.max_s),
                 _fmt_int(round(s.objects / s.calls)), _fmt_bytes(s.buffer_bytes / s.calls),
+                100.0 * s.buffer_s / s.total_s if s.total_s else 0.0,
                 _fmt_int(round(s.hooks / s.calls)), f, s.line, s.function, s.op))
             if s.hint:
-                lines.append("%10s hint: %s" % ("", s.hint))
+                lines.append("%9s hint: %s" % ("", s.hint))
         if len(shown) < len(sites):
             rest = sites[len(shown):]
             lines.append("(%d more sites, %s)" % (len(rest), _fmt_time(sum(s.total_s for s in rest))))
