@@ -7,6 +7,7 @@ the caller's line and adds the call to each running profiler; report time merges
 ``file:line``.  See docs/profiling.md.
 """
 import contextlib
+import copy
 import os
 import sys
 import threading
@@ -43,14 +44,18 @@ class SlowCopyWarning(RuntimeWarning):
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_COPY_PY = getattr(sys.modules.get("copy"), "__file__", None)
-# filename -> skip it?  fastcopy's own modules (copy(x, deep=...) runs in _select.py) and
-# copy.py: patch()'s trampoline, the frame a patched copy.deepcopy keeps on 3.11, has its name.
+# copy.py: patch()'s trampoline, the frame a patched copy.deepcopy keeps on 3.11, has the name
+# the stdlib's own deepcopy code has (this module is imported before anything is patched)
+_COPY_FILES = frozenset(
+    f for f in (getattr(copy, "__file__", None), copy.deepcopy.__code__.co_filename,
+                copy.copy.__code__.co_filename) if f)
+# filename -> skip it?  copy.py, and fastcopy's own modules (copy(x, deep=...) runs in
+# _select.py)
 _skip = {}
 
 
 def _skip_file(filename):
-    skip = filename == _COPY_PY or os.path.abspath(filename).startswith(_PKG)
+    skip = filename in _COPY_FILES or os.path.abspath(filename).startswith(_PKG)
     _skip[filename] = skip
     return skip
 
@@ -85,9 +90,16 @@ def _on_copy(op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
     try:
         f = _getframe(1)
         code = f.f_code
-        if _skip.get(code.co_filename, True):
-            f = _caller(f)
+        skip = _skip.get(code.co_filename)
+        while skip is not False:      # _caller(), inline: 3.11's trampoline frame is common
+            if skip is None:
+                skip = _skip_file(code.co_filename)
+                continue
+            if f.f_back is None:
+                break
+            f = f.f_back
             code = f.f_code
+            skip = _skip.get(code.co_filename)
         lasti = f.f_lasti
     except ValueError:   # called from C with no Python frame (a thread started by C code)
         f = code = None
@@ -254,7 +266,11 @@ class profile(contextlib.ContextDecorator):
     Copies from every thread are recorded.  ``report()``, ``sites()``, ``to_json()`` read it.
     """
 
-    def __init__(self, *, patch=True):
+    def __init__(self, *args, patch=True):
+        if args:
+            raise TypeError("profile() takes no positional arguments: decorate with "
+                            "@fastcopy.profile() (parentheses), or prof = fastcopy.profile() "
+                            "and @prof to read prof.report() afterwards")
         self.patch = patch
         self._raw = {}           # (thread id, id(code), f_lasti, op) -> record (_on_copy)
         self._depth = 0

@@ -24,7 +24,7 @@
    read freed memory there.  Here the size is read again after the
    allocation, and a list that changed meanwhile is copied as it is now.
    new ref | NULL+exc */
-static PyObject *
+FC_INLINE PyObject *
 fc_list_copy(PyObject *x)
 {
     for (;;) {

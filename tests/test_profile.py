@@ -398,6 +398,8 @@ class TestDecoratorAndPatching(unittest.TestCase):
         self.assertFalse(fastcopy.is_patched())
         (s,) = prof.sites()
         self.assertEqual(s.calls, 4)
+        with self.assertRaisesRegex(TypeError, "parentheses"):
+            fastcopy.profile(step)
 
     def test_unpatched_state_restored(self):
         before = self._stdlib_state()
