@@ -24,7 +24,7 @@
    read freed memory there.  Here the size is read again after the
    allocation, and a list that changed meanwhile is copied as it is now.
    new ref | NULL+exc */
-FC_INLINE PyObject *
+static PyObject *
 fc_list_copy(PyObject *x)
 {
     for (;;) {
@@ -120,7 +120,7 @@ fc_copy_plain(FcState *st, PyObject *x, FcPlan *p)
 }
 
 /* copy(x) as the stdlib defines it.  new ref | NULL+exc */
-FC_INLINE PyObject *
+static PyObject *
 fc_copy_run(FcState *st, PyObject *x)
 {
     if (fc_sync(st) < 0) {

@@ -2155,7 +2155,7 @@ fc_ctx_fini(FcCtx *c)
 /* deepcopy(x, memo, _nil) as the stdlib defines it.  memo NULL = None.
    pc: the profiled call to count into (profile.c), NULL when profiling is
    off (then every use of it folds away).  new ref | NULL+exc */
-FC_INLINE PyObject *
+static PyObject *
 fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share,
                 FcProfCall *pc)
 {
