@@ -41,7 +41,6 @@ class SlowCopyWarning(RuntimeWarning):
 # Finding the caller
 # -------------------------------------------------------------------------------------------
 
-_getframe = sys._getframe
 _get_ident = threading.get_ident
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # copy.py: patch()'s trampoline, the frame a patched copy.deepcopy keeps on 3.11, has the name
@@ -60,18 +59,6 @@ def _skip_file(filename):
     return skip
 
 
-def _caller(f):
-    """The first frame from f outwards that is not fastcopy's or copy.py's (f if all are)."""
-    while True:
-        fn = f.f_code.co_filename
-        skip = _skip.get(fn)
-        if skip is None:
-            skip = _skip_file(fn)
-        if not skip or f.f_back is None:
-            return f
-        f = f.f_back
-
-
 # -------------------------------------------------------------------------------------------
 # The recorder: called by the C core after each profiled top-level copy
 # -------------------------------------------------------------------------------------------
@@ -82,16 +69,17 @@ _patch_users = 0         # running profilers that asked for copy.deepcopy to be 
 _we_patched = False      # ...and the patch is theirs to undo
 
 
-def _on_copy(op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
+def _on_copy(f, op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
     # The hot path: one call per top-level copy.  A record is a list
     # [code, calls, total_ns, max_ns, objects, buffer_bytes, hooks, memo_max, buffer_ns, kinds]
     # keyed by (thread id, id(code), f_lasti, op): it holds the code, so the id cannot be reused,
     # and only its own thread updates it, so no update is lost to a thread switch.
-    try:
-        f = _getframe(1)
+    # f: the frame that called the copy (None: C code with no Python frame, e.g. a thread
+    # started by C)
+    if f is not None:
         code = f.f_code
         skip = _skip.get(code.co_filename)
-        while skip is not False:      # _caller(), inline: 3.11's trampoline frame is common
+        while skip is not False:      # out of skipped files (3.11's trampoline is common)
             if skip is None:
                 skip = _skip_file(code.co_filename)
                 continue
@@ -101,8 +89,8 @@ def _on_copy(op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
             code = f.f_code
             skip = _skip.get(code.co_filename)
         lasti = f.f_lasti
-    except ValueError:   # called from C with no Python frame (a thread started by C code)
-        f = code = None
+    else:
+        code = None
         lasti = -1
     recorders = _recorders
     if recorders:

@@ -57,7 +57,11 @@ fc_prof_end(FcState *st, int top, int op, PyObject *x, PyObject *y)
     /* the recorder runs at depth 1: copies it makes (a warnings filter, a
        showwarning) count into this finished call and are not recorded */
     Py_INCREF(hook);
-    PyObject *args[9] = {
+    /* the caller's frame, handed over rather than found by sys._getframe()
+       in the recorder: no audit event, no call */
+    PyObject *frame = (PyObject *)PyEval_GetFrame();
+    PyObject *args[10] = {
+        Py_NewRef(frame != NULL ? frame : Py_None),
         PyLong_FromLong(op),
         PyLong_FromLongLong(dt),
         PyLong_FromSsize_t(pc->objects),
@@ -70,13 +74,13 @@ fc_prof_end(FcState *st, int top, int op, PyObject *x, PyObject *y)
     };
     PyObject *r = NULL;
     int ok = 1;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         ok &= args[i] != NULL;
     }
     if (ok) {
-        r = PyObject_Vectorcall(hook, args, 9, NULL);
+        r = PyObject_Vectorcall(hook, args, 10, NULL);
     }
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         Py_XDECREF(args[i]);
     }
     Py_DECREF(hook);
@@ -176,9 +180,10 @@ fc_prof_settings(FcState *st, PyObject *settings)
 PyDoc_STRVAR(fc_profiling_doc,
 "_profiling(hook, on)\n--\n\n"
 "fastcopy/_profile.py only: the recorder each profiled top-level copy is\n"
-"reported to, hook(op, ns, objects, buffer_bytes, hooks, memo_max,\n"
-"buffer_ns, buffer_kinds, slow), and whether every call is reported (on)\n"
-"or only those configure(warn_slow=) finds slow.");
+"reported to, hook(frame, op, ns, objects, buffer_bytes, hooks, memo_max,\n"
+"buffer_ns, buffer_kinds, slow) -- frame: the caller's, or None -- and\n"
+"whether every call is reported (on) or only those configure(warn_slow=)\n"
+"finds slow.");
 
 static PyObject *
 fc_py_profiling(PyObject *module, PyObject *const *args, Py_ssize_t nargs)

@@ -652,7 +652,7 @@ class TestLeaks(unittest.TestCase):
         gc.collect()    # a SlowCopyWarning raised holds a cycle through its traceback
         counts = [sys.getrefcount(o) for o in (x, x[0], x[2], Plain)]
         best = None
-        for _ in range(3):
+        for _ in range(4):
             gc.collect()
             before = sys.getallocatedblocks()
             for _ in range(300):
@@ -660,10 +660,11 @@ class TestLeaks(unittest.TestCase):
             gc.collect()
             delta = sys.getallocatedblocks() - before
             best = delta if best is None else min(best, delta)
-        # a leak of one block per round (six copies) would show up as >= 300
-        self.assertLess(best, 75, best)
+        # a leak of one block per round (six copies) would show up as >= 300; in a full
+        # suite run unrelated caches still settle by a few dozen blocks
+        self.assertLess(best, 150, best)
         self.assertEqual([sys.getrefcount(o) for o in (x, x[0], x[2], Plain)], counts)
-        self.assertEqual(sum(s.calls for s in prof.sites()), 1000 * 4)
+        self.assertEqual(sum(s.calls for s in prof.sites()), 1300 * 4)
 
 
 class TestCommandLine(unittest.TestCase):
