@@ -6,13 +6,12 @@ outer one) and hands :func:`_on_copy` its time and counters (src/profile.c).  Th
 the caller's line and adds the call to each running profiler; report time merges the records by
 ``file:line``.  See docs/profiling.md.
 """
+import _thread
 import contextlib
 import copy
 import os
 import sys
-import threading
 import time
-import warnings
 
 from . import _fastcopy
 
@@ -41,7 +40,7 @@ class SlowCopyWarning(RuntimeWarning):
 # Finding the caller
 # -------------------------------------------------------------------------------------------
 
-_get_ident = threading.get_ident
+_get_ident = _thread.get_ident
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # copy.py: patch()'s trampoline, the frame a patched copy.deepcopy keeps on 3.11, has the name
 # the stdlib's own deepcopy code has (this module is imported before anything is patched)
@@ -64,7 +63,7 @@ def _skip_file(filename):
 # -------------------------------------------------------------------------------------------
 
 _recorders = ()          # the running profilers (a tuple: replaced, never changed in place)
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _patch_users = 0         # running profilers that asked for copy.deepcopy to be patched
 _we_patched = False      # ...and the patch is theirs to undo
 
@@ -119,6 +118,7 @@ def _on_copy(f, op, ns, objects, nbytes, hooks, memo, buf_ns, kinds, slow):
 
 
 def _warn_slow(f, op, ns, objects, nbytes, hooks):
+    import warnings
     threshold = _fastcopy.configure().get("warn_slow")
     w = SlowCopyWarning(
         "fastcopy: %s took %s (warn_slow=%s): %s objects, %s of array/tensor buffers, "
