@@ -63,9 +63,11 @@ except ImportError as _e:  # never a silent slow fallback
     from . import _fastcopy
 from ._fastcopy import (configure, copy, cowdict, deepcopy, replicate, trim)
 from ._snapshot import snapshot
+from ._profile import CopySite, SlowCopyWarning, profile
 
 __all__ = ["Error", "error", "copy", "cowdict", "deepcopy", "replicate", "snapshot", "patch", "unpatch",
-           "patched", "is_patched", "configure", "trim", "backends"]
+           "patched", "is_patched", "configure", "trim", "backends", "profile", "CopySite",
+           "SlowCopyWarning"]
 __version__ = "0.1.0"
 
 #: The very class ``copy.Error``: ``except copy.Error`` catches fastcopy's errors.

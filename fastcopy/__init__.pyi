@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Mut
 from contextlib import AbstractContextManager
 from copy import Error as Error
 from types import GenericAlias
-from typing import Any, ClassVar, Protocol, TypedDict, TypeVar, final, overload, type_check_only
+from typing import Any, ClassVar, Literal, Protocol, TypedDict, TypeVar, final, overload, type_check_only
 
 from typing_extensions import Self
 
@@ -35,7 +35,8 @@ error = Error
 
 __all__ = [
     "Error", "error", "copy", "deepcopy", "replicate", "patch", "unpatch", "patched", "is_patched",
-    "cowdict", "configure", "trim", "backends", "snapshot",
+    "cowdict", "configure", "trim", "backends", "snapshot", "profile", "CopySite",
+    "SlowCopyWarning",
 ]
 if sys.version_info >= (3, 13):
     __all__ += ["replace"]
@@ -131,9 +132,10 @@ class _Settings(TypedDict):
     numpy_pool_max_bytes: int      # default: 1 GiB
     torch_defer: bool              # default: True
     torch_cuda: bool               # default: False
+    warn_slow: float | None        # default: None (off)
 
-# A keyword left as None keeps its value; the ints must be >= 0 (numpy_threads=0: the default,
-# above 64: 64); the bools take any object's truth value.
+# A keyword left as None keeps its value (except warn_slow, where None means off); the ints must
+# be >= 0 (numpy_threads=0: the default, above 64: 64); the bools take any object's truth value.
 def configure(
     *,
     numpy_threads: int | None = None,
@@ -142,8 +144,9 @@ def configure(
     numpy_pool_max_bytes: int | None = None,
     torch_defer: bool | None = None,
     torch_cuda: bool | None = None,
+    warn_slow: float | None = None,
 ) -> _Settings:
-    """Tune the buffer backends; returns the previous settings (configure(**old) restores them)."""
+    """Tune fastcopy; returns the previous settings (configure(**old) restores them)."""
 
 def trim() -> int:
     """Give the buffer pool's cached memory back; returns the number of bytes released."""
@@ -156,3 +159,60 @@ def snapshot(x: _T, *, device: Any = "cpu", pin_memory: bool = False) -> _T:
 
     Not a drop-in for copy.deepcopy: see docs/api.md.
     """
+
+# --- the copy profiler (fastcopy/_profile.py, docs/profiling.md) ---------------------------
+
+_Sort = Literal["time", "bytes", "calls"]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+class SlowCopyWarning(RuntimeWarning):
+    """A top-level copy took at least configure(warn_slow=seconds); issued at the caller's line."""
+
+    op: str
+    seconds: float
+    objects: int
+    buffer_bytes: int
+    hooks: int
+
+class CopySite:
+    """One call site's top-level copies (totals over its calls)."""
+
+    file: str
+    line: int
+    function: str
+    op: str  # "deepcopy" | "copy"
+    calls: int
+    total_s: float
+    max_s: float
+    objects: int
+    buffer_bytes: int
+    hooks: int
+    memo_max: int
+    buffer_s: float
+    buffer_kinds: tuple[str, ...]
+    threads: int
+    hint: str | None
+    def __init__(self, file: str, line: int, function: str, op: str) -> None: ...
+    @property
+    def mean_s(self) -> float: ...
+    def as_dict(self) -> dict[str, Any]: ...
+
+class profile:
+    """Record every top-level copy by call site: a context manager and a decorator."""
+
+    patch: bool
+    # *args only to refuse @fastcopy.profile without parentheses with a clear TypeError
+    def __init__(self, *args: Any, patch: bool = True) -> None: ...
+    def start(self) -> Self: ...
+    def stop(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+    def __call__(self, func: _F) -> _F: ...
+    @property
+    def active(self) -> bool: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    def clear(self) -> None: ...
+    def sites(self, sort: _Sort = "time") -> list[CopySite]: ...
+    def report(self, top: int | None = None, sort: _Sort = "time") -> str: ...
+    def to_json(self, sort: _Sort = "time", indent: int | None = None) -> str: ...

@@ -1,5 +1,8 @@
 """``python -m fastcopy``: time copy.deepcopy against fastcopy (and copium, pickle) in one process.
 
+``python -m fastcopy profile script.py`` runs a script under the copy profiler instead
+(:func:`_main_profile`; docs/profiling.md).
+
 fastcopy itself is imported inside :func:`main`, after argument parsing, so ``--help`` and
 ``--list`` work on a checkout whose C core is not built yet.
 """
@@ -69,6 +72,8 @@ def _parser():
                    help="also draw the speedups over the stdlib as a bar chart, SVG or PNG by "
                         "FILE's extension (with --realistic too); needs matplotlib: "
                         'pip install "fastcopy-ml[plot]"')
+    p.epilog = ("python -m fastcopy profile [options] script.py [args]: run a script under the "
+                "copy profiler instead (python -m fastcopy profile -h)")
     return p
 
 
@@ -211,9 +216,146 @@ def _import_impls(args, err, needs, say_no_copium=False):
     return fastcopy, copium
 
 
+# ---------------------------------------------------------------------------------------------
+# python -m fastcopy profile [options] script.py [args...] | -m module [args...]
+# ---------------------------------------------------------------------------------------------
+
+def _profile_parser():
+    p = argparse.ArgumentParser(
+        prog="python -m fastcopy profile",
+        usage="python -m fastcopy profile [options] (script.py | -m module) [args ...]",
+        description="Run a script or module with fastcopy.profile() active (copy.deepcopy and "
+                    "copy.copy patched) and print which call sites copy how much; see "
+                    "docs/profiling.md.  Options come before the script or -m.")
+    p.add_argument("--top", type=int, default=20, metavar="N",
+                   help="rows of the table (default 20; 0: all)")
+    p.add_argument("--sort", choices=("time", "bytes", "calls"), default="time",
+                   help="order of the sites: total time (default), buffer bytes, calls")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                   help="also write the records as JSON to FILE; without FILE (or -) the JSON "
+                        "goes to stdout instead of the table.  FILE is never a .py file: "
+                        "`--json train.py` means JSON to stdout for train.py")
+    p.add_argument("--plot", metavar="FILE", default=None,
+                   help="also draw the top call sites by total time (object vs buffer time) "
+                        "as a bar chart, SVG or PNG by FILE's extension; needs matplotlib: "
+                        'pip install "fastcopy-ml[plot]"')
+    p.add_argument("-m", dest="module", metavar="MODULE", default=None,
+                   help="run a library module as a script, as python -m does")
+    p.add_argument("script", nargs="?", help="the script to run (with its arguments)")
+    return p
+
+
+def _split_profile_argv(parser, argv):
+    """(our options, target kind, target, its args): our options end where the script or -m
+    starts, so the target's own options are never parsed as ours."""
+    takes = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            takes[opt] = action.nargs
+    i, ours = 0, []
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            if i + 1 >= len(argv):
+                return ours + [a], None, None, []
+            return ours, "module", argv[i + 1], argv[i + 2:]
+        if a.startswith("-m") and not a.startswith("--"):
+            return ours, "module", a[2:], argv[i + 1:]
+        if a == "--" and i + 1 < len(argv):
+            return ours, "script", argv[i + 1], argv[i + 2:]
+        if not a.startswith("-") or a == "-":
+            return ours, "script", a, argv[i + 1:]
+        name = a.split("=", 1)[0]
+        nargs = takes.get(name, 0)
+        ours.append(a)
+        i += 1
+        if "=" in a or nargs == 0:
+            continue
+        if nargs is None and i < len(argv):
+            ours.append(argv[i])
+            i += 1
+        elif nargs == "?" and i + 1 < len(argv) and not argv[i].startswith("-") \
+                and not argv[i].endswith(".py"):
+            ours.append(argv[i])
+            i += 1
+    return ours, None, None, []
+
+
+def _main_profile(argv, out, err):
+    import runpy
+    import traceback
+    parser = _profile_parser()
+    ours, kind, target, rest = _split_profile_argv(parser, argv)
+    args = parser.parse_args(ours)
+    if kind is None:
+        parser.print_usage(err)
+        print("python -m fastcopy profile: name a script or -m module to run", file=err)
+        return 2
+    try:
+        import fastcopy
+    except ImportError as exc:
+        print("python -m fastcopy profile: %s" % exc, file=err)
+        return 2
+    if args.plot and not _plot_ready(args.plot, err):
+        return 2
+    old_argv, inserted = sys.argv[:], False
+    rc = 0
+    prof = fastcopy.profile()
+    try:
+        if kind == "script":
+            if not os.path.exists(target):
+                print("python -m fastcopy profile: can't open file %r" % target, file=err)
+                return 2
+            sys.argv = [target] + list(rest)
+            # as `python script.py` does: the script's directory first on sys.path
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+            inserted = True
+        else:
+            sys.argv = [target] + list(rest)
+        with prof:
+            try:
+                if kind == "script":
+                    runpy.run_path(target, run_name="__main__")
+                else:
+                    runpy.run_module(target, run_name="__main__", alter_sys=True)
+            except SystemExit as exc:
+                code = exc.code
+                rc = code if isinstance(code, int) else (0 if code is None else 1)
+                if code is not None and not isinstance(code, int):
+                    print(code, file=err)
+            except KeyboardInterrupt:
+                traceback.print_exc(file=err)
+                rc = 130
+            except BaseException:  # the report is still worth having
+                traceback.print_exc(file=err)
+                rc = 1
+    finally:
+        sys.argv = old_argv
+        if inserted:
+            sys.path.pop(0)
+    text = prof.to_json(sort=args.sort, indent=1) if args.json else None
+    if args.json and args.json != "-":
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    if args.json == "-":
+        out.write(text + "\n")
+    else:
+        out.write(prof.report(top=args.top or None, sort=args.sort))
+    if args.plot:
+        from . import _plot
+        _plot.plot_profile(json.loads(prof.to_json(sort="time")), args.plot,
+                           top=args.top or 10)
+        print("chart written to %s" % args.plot, file=err)
+    out.flush()
+    return rc
+
+
 def main(argv=None, out=None, err=None):
     out = out or sys.stdout
     err = err or sys.stderr
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "profile":
+        return _main_profile(argv[1:], out, err)
     args = _parser().parse_args(argv)
 
     if args.realistic:

@@ -10,6 +10,9 @@ When active, the stdlib functions are patched before the initial conftest files 
 unconfigures.  A test marked ``@pytest.mark.no_fastcopy`` runs its setup, call and teardown with
 the stdlib functions, also when the patch came from elsewhere (``FASTCOPY_AUTOPATCH=1``).
 See docs/patching.md.
+
+``--fastcopy-profile`` runs the session under ``fastcopy.profile()`` (which patches too, for the
+run) and prints its report in the terminal summary (docs/profiling.md).
 """
 import sys
 
@@ -29,6 +32,19 @@ def pytest_addoption(parser):
     parser.addini(
         "fastcopy", type="bool", default=False,
         help="replace copy.deepcopy/copy.copy by fastcopy for the whole run (default: false).")
+    group.addoption(
+        "--fastcopy-profile", action="store_true", default=False, dest="fastcopy_profile",
+        help="record every copy.deepcopy/copy.copy of the run by call site (fastcopy.profile(), "
+             "patched for the run) and print the costliest sites at the end.")
+    group.addoption(
+        "--fastcopy-profile-top", type=int, default=20, metavar="N", dest="fastcopy_profile_top",
+        help="rows of the --fastcopy-profile report (default 20; 0: all).")
+    group.addoption(
+        "--fastcopy-profile-sort", choices=("time", "bytes", "calls"), default="time",
+        dest="fastcopy_profile_sort", help="order of the --fastcopy-profile report.")
+    group.addoption(
+        "--fastcopy-profile-json", metavar="FILE", default=None, dest="fastcopy_profile_json",
+        help="also write the --fastcopy-profile records as JSON to FILE.")
 
 
 def _wanted(config):
@@ -71,11 +87,30 @@ def _activate(config):
     config._fastcopy_session = session
 
 
+def _profile_wanted(config):
+    opt = getattr(config.option, "fastcopy_profile", None)
+    if opt is None:
+        opt = getattr(getattr(config, "known_args_namespace", None), "fastcopy_profile", None)
+    return bool(opt)
+
+
+def _start_profile(config):
+    if getattr(config, "_fastcopy_profile", None) is not None:
+        return
+    try:
+        import fastcopy
+    except ImportError as exc:  # pragma: no cover - broken install
+        raise pytest.UsageError(f"--fastcopy-profile: cannot import fastcopy: {exc}") from exc
+    config._fastcopy_profile = fastcopy.profile().start()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     # Earliest point where the options are known: patch before conftest.py is imported.
     if _wanted(early_config):
         _activate(early_config)
+    if _profile_wanted(early_config):
+        _start_profile(early_config)
 
 
 def pytest_configure(config):
@@ -84,9 +119,30 @@ def pytest_configure(config):
         f"{_MARKER}: run this test with the stdlib copy.deepcopy/copy.copy even under --fastcopy.")
     if _wanted(config):
         _activate(config)  # no-op if already active (plugin loaded late, e.g. from a conftest)
+    if _profile_wanted(config):
+        _start_profile(config)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    prof = getattr(config, "_fastcopy_profile", None)
+    if prof is None:
+        return
+    sort = getattr(config.option, "fastcopy_profile_sort", "time") or "time"
+    top = getattr(config.option, "fastcopy_profile_top", 20)
+    terminalreporter.write_sep("=", "fastcopy profile")
+    terminalreporter.write(prof.report(top=top or None, sort=sort))
+    path = getattr(config.option, "fastcopy_profile_json", None)
+    if path:
+        with open(path, "w") as f:
+            f.write(prof.to_json(sort=sort, indent=1) + "\n")
+        terminalreporter.write_line("fastcopy profile: records written to %s" % path)
 
 
 def pytest_unconfigure(config):
+    prof = getattr(config, "_fastcopy_profile", None)
+    if prof is not None:
+        prof.stop()
+        config._fastcopy_profile = None
     session = getattr(config, "_fastcopy_session", None)
     if session is not None:
         session.stop()

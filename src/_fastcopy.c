@@ -19,6 +19,7 @@
 #include "deepcopy.c"
 #include "select.c"
 #include "copy.c"
+#include "profile.c"
 #include "cowdict.c"
 #include "settings.c"
 #include "testing.c"

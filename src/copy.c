@@ -14,6 +14,7 @@
 #include "reduce.h"
 #include "plan.h"
 #include "state.h"
+#include "profile.h"
 
 /* x.copy() for an exact list.  list.copy() sizes its result, allocates
    it -- on 3.10/3.11 a collection there can run a finalizer that shrinks
@@ -117,8 +118,8 @@ fc_copy_plain(FcState *st, PyObject *x, FcPlan *p)
 }
 
 /* copy(x) as the stdlib defines it.  new ref | NULL+exc */
-FC_INTERNAL PyObject *
-fc_copy(FcState *st, PyObject *x)
+static PyObject *
+fc_copy_run(FcState *st, PyObject *x)
 {
     if (fc_sync(st) < 0) {
         return NULL;
@@ -154,6 +155,7 @@ fc_copy(FcState *st, PyObject *x)
             return NULL;
         }
         if (truth) {
+            fc_prof_hook(st);
             PyObject *y = PyObject_CallOneArg(copier, x);
             Py_DECREF(copier);
             return y;
@@ -183,11 +185,13 @@ fc_copy(FcState *st, PyObject *x)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
+        fc_prof_hook(st);
         PyObject *y = PyObject_CallOneArg(copier, x);
         Py_DECREF(copier);
         return y;
     }
     Py_XDECREF(copier);
+    fc_prof_hook(st);
     PyObject *rv = fc_reduce(st, x, 0, 0);
     if (rv == NULL) {
         return NULL;
@@ -199,4 +203,21 @@ fc_copy(FcState *st, PyObject *x)
     PyObject *y = fc_copy_reconstruct(st, x, rv);
     Py_DECREF(rv);
     return y;
+}
+
+/* copy() while profiling is on (profile.c).  new ref | NULL+exc */
+FC_NOINLINE PyObject *
+fc_copy_profiled(FcState *st, PyObject *x)
+{
+    int top = fc_prof_begin();
+    return fc_prof_end(st, top, FC_PROF_COPY, x, fc_copy_run(st, x));
+}
+
+FC_INTERNAL PyObject *
+fc_copy(FcState *st, PyObject *x)
+{
+    if (FC_UNLIKELY(st->prof)) {
+        return fc_copy_profiled(st, x);
+    }
+    return fc_copy_run(st, x);
 }

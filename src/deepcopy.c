@@ -62,6 +62,7 @@
 #include "defer.h"
 #include "select.h"
 #include "state.h"
+#include "profile.h"
 
 enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
 
@@ -1121,6 +1122,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
             return NULL;
         }
         PyObject *args[2] = {x, c->memo};
+        fc_prof_hook(st);
         y = PyObject_Vectorcall(copier, args, 2, NULL);
         Py_DECREF(copier);
         fc_memo_hide(c);
@@ -1138,6 +1140,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
             Py_DECREF(copier);
             return NULL;
         }
+        fc_prof_hook(st);
         y = PyObject_CallOneArg(copier, c->memo);
         Py_DECREF(copier);
         fc_memo_hide(c);
@@ -1145,6 +1148,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
     }
     Py_CLEAR(copier);
 
+    fc_prof_hook(st);
     PyObject *rv = fc_reduce(st, x, 1, gflags);
     if (rv == NULL) {
         return NULL;
@@ -1688,13 +1692,16 @@ fc_ctx_fini(FcCtx *c)
 }
 
 /* deepcopy(x, memo, _nil) as the stdlib defines it.  memo NULL = None.
-   new ref | NULL+exc */
-FC_INTERNAL PyObject *
-fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share)
+   pc: the profiled call to count into (profile.c), NULL when profiling is
+   off (then every use of it folds away).  new ref | NULL+exc */
+static PyObject *
+fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share,
+                FcProfCall *pc)
 {
     if (fc_sync(st) < 0) {
         return NULL;
     }
+    Py_ssize_t memo_start = 0;
     FcCtx c;
     fc_ctx_init(&c, st);
     c.share = share;
@@ -1721,6 +1728,9 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
                 fc_ctx_fini(&c);
                 return r > 0 ? y : NULL;
             }
+            if (pc != NULL) {
+                memo_start = fc_prof_memo_len(&c);
+            }
         }
     }
     else {
@@ -1738,10 +1748,39 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
     y = (c.mode == FC_MEMO_NATIVE && lender == NULL) ? fc_walk(&c, x)
                                                      : fc_walk_looked_up(&c, x);
     y = fc_defer_end(&c, y);
+    if (pc != NULL && y != NULL && lender == NULL
+        && (pc->depth == 1 || memo == NULL || memo == Py_None)) {
+        /* a nested call on a memo it was given adds to that memo, which
+           the call that owns it counts */
+        Py_ssize_t n = fc_prof_memo_len(&c);
+        pc->objects += n - memo_start;
+        if (n > pc->memo_max) {
+            pc->memo_max = n;
+        }
+    }
     if (fc_memo_return(&c) < 0) {
         Py_CLEAR(y);
     }
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
     return y;
+}
+
+/* deepcopy() while profiling is on (profile.c).  new ref | NULL+exc */
+FC_NOINLINE PyObject *
+fc_deepcopy_profiled(FcState *st, PyObject *x, PyObject *memo, PyObject *nil,
+                     PyObject *share)
+{
+    int top = fc_prof_begin();
+    PyObject *y = fc_deepcopy_run(st, x, memo, nil, share, &fc_prof_tls);
+    return fc_prof_end(st, top, FC_PROF_DEEPCOPY, NULL, y);
+}
+
+FC_INTERNAL PyObject *
+fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share)
+{
+    if (FC_UNLIKELY(st->prof)) {
+        return fc_deepcopy_profiled(st, x, memo, nil, share);
+    }
+    return fc_deepcopy_run(st, x, memo, nil, share, NULL);
 }

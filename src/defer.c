@@ -46,6 +46,7 @@
 #include "defer.h"
 #include "cuda_backend.h"
 #include "state.h"
+#include "profile.h"
 #include "torch.h"
 
 #include "platform.h"
@@ -375,6 +376,8 @@ fc_defer_run(FcCtx *c)
     Py_ssize_t n = c->nops, ncpu = 0, *idx = NULL;
     size_t total = 0;
     int rc = -1, all;
+    FcProfCall *pc = fc_prof_counting(st);      /* profile.c */
+    int64_t t0 = pc != NULL ? fc_prof_now() : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (ops[i].dev < 0) {
             total += ops[i].n;
@@ -458,6 +461,9 @@ done:
     }
     PyMem_Free(idx);
     fc_defer_release(c);
+    if (pc != NULL) {
+        fc_prof_buffer(pc, FC_PROF_TORCH, 0, t0);   /* bytes counted when recorded */
+    }
     return rc;
 }
 
@@ -518,8 +524,11 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
     if (n == 0) {
         return 0;
     }
+    FcProfCall *pc = fc_prof_counting(st);      /* profile.c */
     if (!fc_defer_queued(st, n, dev)) {
         FcCopyOp op = {dst, src, n, NULL, NULL, dev, stream};
+        int64_t t0 = pc != NULL ? fc_prof_now() : 0;
+        int rc = 0;
         if (dev < 0) {
             /* a small host copy costs less than recording it, and nothing
                is gained by running it later */
@@ -529,12 +538,22 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
             else {
                 fc_defer_host(&op, 1, n, fc_defer_threads(st, n));
             }
-            return 0;
         }
-        /* (fc_torch_where loaded the CUDA module before any address was
-           read) */
-        Py_ssize_t zero = 0;
-        return fc_defer_cuda(st, &op, &zero, 1);
+        else {
+            /* (fc_torch_where loaded the CUDA module before any address
+               was read) */
+            Py_ssize_t zero = 0;
+            rc = fc_defer_cuda(st, &op, &zero, 1);
+        }
+        if (pc != NULL) {
+            fc_prof_buffer(pc, FC_PROF_TORCH, (int64_t)n, t0);
+        }
+        return rc;
+    }
+    if (pc != NULL) {
+        /* the time is counted when the copy runs (fc_defer_run) */
+        pc->buffer_bytes += (int64_t)n;
+        pc->buffer_kinds |= FC_PROF_TORCH;
     }
     if (c->nops == c->capops) {
         Py_ssize_t cap = c->capops ? c->capops * 2 : 16;

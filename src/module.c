@@ -14,6 +14,7 @@
 #include "settings.h"
 #include "testing.h"
 #include "state.h"
+#include "profile.h"
 
 /* Every object field of FcState's core, for traverse and clear (the
    backends' parts are theirs: buffers.h). */
@@ -28,7 +29,7 @@
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
     X(py_deepcopy) X(cowdict_type) \
-    X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type)
+    X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type) X(prof_hook)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)
@@ -168,9 +169,11 @@ fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             if (mod == NULL) {
                 return NULL;
             }
+            /* profiled as one copy() (profile.c) */
+            int prof = st->prof != 0, top = prof ? fc_prof_begin() : 0;
             PyObject *res = PyObject_CallMethod(mod, "copy_paths", "OO", x, o[1]);
             Py_DECREF(mod);
-            return res;
+            return prof ? fc_prof_end(st, top, FC_PROF_COPY, NULL, res) : res;
         }
     }
     return fc_copy(st, x);
@@ -208,7 +211,10 @@ fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_ValueError, "n must be >= 0");
         return NULL;
     }
-    return fc_replicate(st, o[0], n, share);
+    /* profiled as one deepcopy() (profile.c) */
+    int prof = st->prof != 0, top = prof ? fc_prof_begin() : 0;
+    PyObject *res = fc_replicate(st, o[0], n, share);
+    return prof ? fc_prof_end(st, top, FC_PROF_DEEPCOPY, NULL, res) : res;
 }
 
 /* ------------------------------------------------------------------ */
@@ -697,7 +703,8 @@ fc_exec(PyObject *module)
 #if FC_PY312_PLUS
     st->seen_gen = 0;
 #endif
-    if (fc_settings_exec(module, st) < 0 || fc_testing_exec(module, st) < 0) {
+    if (fc_settings_exec(module, st) < 0 || fc_testing_exec(module, st) < 0
+        || fc_prof_exec(module, st) < 0) {
         return -1;
     }
     for (int i = 0; i < fc_nbackends; i++) {

@@ -49,6 +49,7 @@
 #include "pool.h"
 #include "settings.h"
 #include "state.h"
+#include "profile.h"
 
 #include "platform.h"
 
@@ -492,7 +493,13 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
     PyArrayObject *a = (PyArrayObject *)x;
     PyObject *y;
     if (!PyDataType_REFCHK(PyArray_DESCR(a))) {
+        FcProfCall *pc = fc_prof_counting(st);      /* profile.c */
+        int64_t t0 = pc != NULL ? fc_prof_now() : 0;
+        int64_t nbytes = (int64_t)PyArray_NBYTES(a);
         y = fc_np_copy_plain(st, a);
+        if (pc != NULL && y != NULL) {
+            fc_prof_buffer(pc, FC_PROF_NUMPY, nbytes, t0);
+        }
     }
     else {
         y = fc_np_copy_objects(c, a);

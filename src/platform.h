@@ -54,6 +54,7 @@
 #  include <pthread.h>
 #  include <sys/mman.h>
 #  include <unistd.h>
+#  include <time.h>
 #  ifdef __linux__
 #    include <sched.h>
 #  endif
@@ -425,6 +426,29 @@ fc_plat_stack_bounds(uintptr_t *lo, size_t *size)
 #else
 #  define FC_PLAT_HAVE_STACK_BOUNDS 0
 #endif
+
+/* ------------------------------------------------------------------ */
+/* Clock                                                               */
+/* ------------------------------------------------------------------ */
+
+/* A monotonic clock in ns, cheap (the vDSO on Linux, QPC on Windows). */
+FC_PLAT_FN int64_t
+fc_plat_monotonic_ns(void)
+{
+#ifdef _WIN32
+    static LARGE_INTEGER freq;
+    LARGE_INTEGER now;
+    if (freq.QuadPart == 0) {
+        QueryPerformanceFrequency(&freq);
+    }
+    QueryPerformanceCounter(&now);
+    return (int64_t)((double)now.QuadPart * 1e9 / (double)freq.QuadPart);
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#endif
+}
 
 /* ------------------------------------------------------------------ */
 /* Shared libraries                                                    */

@@ -10,17 +10,29 @@
 #include "buffers.h"
 #include "module.h"
 #include "state.h"
+#include "profile.h"
 
 #include <stdio.h>
 
 #define FC_MAX_SETTINGS 32
 
-/* Core settings: none yet (the rows of a part that is not a backend go
-   here). */
+/* Core settings: the rows of parts that are not buffer backends. */
 static const FcSetting fc_core_settings[] = {
-    {NULL, 0, 0, 0, NULL, NULL},
+    {"warn_slow", FS_SECONDS, offsetof(FcState, prof_warn_ns), -1, "None (off)",
+     "seconds; every top-level copy taking at least that long warns with "
+     "fastcopy.SlowCopyWarning at the caller's line (profile.c).  Unlike the "
+     "others, warn_slow=None (or False) switches it off."},
 };
-static const int fc_ncore_settings = 0;
+static const int fc_ncore_settings =
+    (int)(sizeof(fc_core_settings) / sizeof(fc_core_settings[0]));
+
+/* After a core row was set. */
+static int
+fc_core_apply(FcState *st)
+{
+    fc_prof_sync_warn(st);
+    return 0;
+}
 
 typedef struct {
     const FcSetting *s;
@@ -28,20 +40,20 @@ typedef struct {
     int index;                 /* its row in the owner's table */
 } FcSettingRef;
 
-/* Every setting, in configure()'s order: the core's, then each backend's
-   in registry order.  count */
+/* Every setting, in configure()'s order: each backend's in registry
+   order, then the core's.  count */
 static int
 fc_settings_all(FcSettingRef *out)
 {
     int n = 0;
-    for (int i = 0; i < fc_ncore_settings && n < FC_MAX_SETTINGS; i++) {
-        out[n++] = (FcSettingRef){&fc_core_settings[i], NULL, i};
-    }
     for (int b = 0; b < fc_nbackends; b++) {
         const FcBackend *be = fc_backends[b];
         for (int i = 0; i < be->nsettings && n < FC_MAX_SETTINGS; i++) {
             out[n++] = (FcSettingRef){&be->settings[i], be, i};
         }
+    }
+    for (int i = 0; i < fc_ncore_settings && n < FC_MAX_SETTINGS; i++) {
+        out[n++] = (FcSettingRef){&fc_core_settings[i], NULL, i};
     }
     return n;
 }
@@ -53,6 +65,10 @@ fc_setting_get(FcState *st, const FcSetting *s)
     switch (s->type) {
     case FS_BOOL:
         return PyBool_FromLong(*FC_SETTING_INT(st, s));
+    case FS_SECONDS: {
+        int64_t ns = *FC_SETTING_NS(st, s);
+        return ns < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble((double)ns / 1e9);
+    }
     case FS_THREADS:
         return PyLong_FromLong(*FC_SETTING_INT(st, s));
     default:
@@ -70,6 +86,29 @@ fc_setting_parse(const FcSetting *s, PyObject *v, Py_ssize_t *out)
             return -1;
         }
         *out = t;
+        return 0;
+    }
+    if (s->type == FS_SECONDS) {
+        if (v == Py_None || v == Py_False) {
+            *out = -1;
+            return 0;
+        }
+        if (PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v))) {
+            PyErr_Format(PyExc_TypeError,
+                         "configure(): %s must be a number of seconds or None, not %.200s",
+                         s->name, Py_TYPE(v)->tp_name);
+            return -1;
+        }
+        double sec = PyFloat_AsDouble(v);
+        if (sec == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (!(sec >= 0.0) || sec > 1e9) {
+            PyErr_Format(PyExc_ValueError,
+                         "configure(): %s must be >= 0 seconds (None: off)", s->name);
+            return -1;
+        }
+        *out = (Py_ssize_t)(int64_t)(sec * 1e9 + 0.5);
         return 0;
     }
     if (!PyLong_Check(v) || PyBool_Check(v)) {
@@ -97,6 +136,9 @@ fc_setting_store(FcState *st, const FcSetting *s, Py_ssize_t v)
 {
     if (s->type == FS_BYTES) {
         *FC_SETTING_SIZE(st, s) = v;
+    }
+    else if (s->type == FS_SECONDS) {
+        *FC_SETTING_NS(st, s) = (int64_t)v;
     }
     else {
         *FC_SETTING_INT(st, s) = (int)v;
@@ -159,7 +201,8 @@ fc_settings_make_doc(void)
             snprintf(dflt, sizeof(dflt), "%zd", s->deflt);
         }
         FC_PUT("\n%s (%s, default %s): %s\n", s->name,
-               s->type == FS_BOOL ? "bool" : "int", dflt, s->doc);
+               s->type == FS_BOOL ? "bool" : s->type == FS_SECONDS ? "float or None" : "int",
+               dflt, s->doc);
     }
 #undef FC_PUT
 }
@@ -180,10 +223,11 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (fc_parse("configure", args, nargs, kwnames, names, n, 0, 0, o) < 0) {
         return NULL;
     }
+    char set[FC_MAX_SETTINGS];
     for (int i = 0; i < n; i++) {
         given[i] = FS_UNSET;
-        if (o[i] != NULL && o[i] != Py_None
-            && fc_setting_parse(all[i].s, o[i], &given[i]) < 0) {
+        set[i] = o[i] != NULL && (o[i] != Py_None || all[i].s->type == FS_SECONDS);
+        if (set[i] && fc_setting_parse(all[i].s, o[i], &given[i]) < 0) {
             return NULL;
         }
     }
@@ -207,12 +251,13 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         const FcBackend *be = all[i].owner;
         int j = i, any = 0;
         for (; j < n && all[j].owner == be; j++) {
-            if (given[j] != FS_UNSET) {
+            if (set[j]) {
                 fc_setting_store(st, all[j].s, given[j]);
                 any = 1;
             }
         }
-        if (any && be != NULL && be->apply != NULL && be->apply(st) < 0) {
+        if (any && (be != NULL ? (be->apply != NULL && be->apply(st) < 0)
+                               : fc_core_apply(st) < 0)) {
             Py_DECREF(old);
             return NULL;
         }
@@ -281,10 +326,14 @@ fc_py_settings(PyObject *module, PyObject *unused)
     for (int i = 0; t != NULL && i < n; i++) {
         const FcSetting *s = all[i].s;
         PyObject *dflt = s->type == FS_BOOL ? PyBool_FromLong((long)s->deflt)
-                                            : PyLong_FromSsize_t(s->deflt);
+                         : s->type == FS_SECONDS
+                           ? (s->deflt < 0 ? Py_NewRef(Py_None)
+                                           : PyFloat_FromDouble((double)s->deflt / 1e9))
+                         : PyLong_FromSsize_t(s->deflt);
+        const char *type = s->type == FS_BOOL ? "bool" : s->type == FS_SECONDS ? "seconds" : "int";
         PyObject *row = dflt == NULL ? NULL
             : Py_BuildValue("(sssNs)", s->name, all[i].owner ? all[i].owner->name : "core",
-                            s->type == FS_BOOL ? "bool" : "int", dflt, s->doc);
+                            type, dflt, s->doc);
         if (row == NULL) {
             Py_CLEAR(t);
             break;

@@ -17,6 +17,9 @@ enum {
     FS_BYTES,     /* Py_ssize_t field, an int >= 0 */
     FS_THREADS,   /* int field, an int >= 0, capped at FS_THREADS_MAX; 0 asks
                      the owner's apply() for its automatic choice */
+    FS_SECONDS,   /* int64_t field in ns, -1: off; a number of seconds >= 0,
+                     and unlike the others an explicit None (or False) is a
+                     value: off -- so configure(**old) restores "off" */
 };
 #define FS_THREADS_MAX 64
 
@@ -32,6 +35,7 @@ typedef struct FcSetting {
 /* A setting's field. */
 #define FC_SETTING_INT(st, s)  ((int *)((char *)(st) + (s)->offset))
 #define FC_SETTING_SIZE(st, s) ((Py_ssize_t *)((char *)(st) + (s)->offset))
+#define FC_SETTING_NS(st, s)   ((int64_t *)((char *)(st) + (s)->offset))
 
 /* configure(), backends(), trim() and _settings() added to the module, and
    every setting set to its default.  0 | -1+exc */

@@ -85,6 +85,12 @@ struct FcState {
     struct FcCtx *shown;           /* calls whose memo a hook sees right now,
                                       innermost first (memo.c; GIL builds) */
 
+    /* profiling (profile.c) */
+    int prof;                      /* FC_PROF_* bits; 0: off, one branch per
+                                      top-level call */
+    int64_t prof_warn_ns;          /* configure(warn_slow=) in ns; -1 off */
+    PyObject *prof_hook;           /* fastcopy._profile._on_copy, or NULL */
+
     /* the buffer backends' parts (buffers.c's registry) */
     FcNumpyState np;
     FcTorchState torch;

@@ -251,6 +251,36 @@ class TestProfileChart(unittest.TestCase):
         _plot.plot_profile([], self.svg)
         parse(self.svg)                                           # still a valid chart
 
+    @needs_mpl
+    def test_profile_subcommand_plot(self):
+        script = os.path.join(self.tmp.name, "train.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                import copy
+                def step(state):
+                    return copy.deepcopy(state)
+                state = {"w": [float(i) for i in range(100)], "cfg": {"lr": 0.1}}
+                for _ in range(5):
+                    step(state)
+                copy.copy(state)
+                """))
+        rc, out, err = run_main("profile", "--plot", self.svg, script)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("train.py:3", out)                          # the report still prints
+        ids, text = parse(self.svg)
+        parts = [i for i in ids if i.startswith("site:")]
+        self.assertEqual(parts, ["site:1:objects", "site:2:objects"])   # two call sites
+        self.assertIn("train.py:3 step", text)
+        self.assertIn("5 deepcopy calls", text)
+
+    def test_profile_subcommand_bad_plot_path_runs_nothing(self):
+        script = os.path.join(self.tmp.name, "boom.py")
+        with open(script, "w") as f:
+            f.write("raise SystemExit(7)\n")
+        rc, out, err = run_main("profile", "--plot", os.path.join(self.tmp.name, "x.gif"), script)
+        self.assertEqual(rc, 2)
+        self.assertIn("--plot", err)
+
 
 class TestWithoutMatplotlib(unittest.TestCase):
     """matplotlib hidden by a meta path finder in a child process: --plot refuses with the

@@ -29,8 +29,8 @@ class SettingsTable(unittest.TestCase):
     def test_rows_are_well_formed(self):
         self.assertEqual(len(self.names), len(set(self.names)))
         for name, owner, kind, default, doc in self.rows:
-            self.assertIn(kind, ("bool", "int"))
-            self.assertIsInstance(default, bool if kind == "bool" else int)
+            self.assertIn(kind, ("bool", "int", "seconds"))
+            self.assertIsInstance(default, {"bool": bool, "int": int, "seconds": (float, type(None))}[kind])
             self.assertTrue(doc.strip(), name)
             self.assertIn(owner, ("core", "numpy", "torch", "cuda"))
 
@@ -46,6 +46,7 @@ class SettingsTable(unittest.TestCase):
         self.assertEqual(list(sig.parameters), self.names)
         self.assertTrue(all(p.kind is p.KEYWORD_ONLY and p.default is None
                             for p in sig.parameters.values()))
+        self.assertIn("warn_slow", self.names)
 
     def test_defaults_apply_at_import(self):
         code = ("import fastcopy\nfrom fastcopy import _fastcopy\n"
@@ -64,7 +65,7 @@ class SettingsTable(unittest.TestCase):
         tree = ast.parse(read("fastcopy", "__init__.pyi"))
         fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "configure")
         self.assertEqual([a.arg for a in fn.args.kwonlyargs], self.names)
-        want = {"bool": "bool | None", "int": "int | None"}
+        want = {"bool": "bool | None", "int": "int | None", "seconds": "float | None"}
         for arg, row in zip(fn.args.kwonlyargs, self.rows):
             self.assertEqual(ast.unparse(arg.annotation), want[row[2]], arg.arg)
 

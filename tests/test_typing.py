@@ -82,6 +82,19 @@ assert_type(fastcopy.backends(), dict[str, Any])
 assert_type(fastcopy.snapshot(xs), list[int])
 assert_type(fastcopy.snapshot(xs, device="cuda:0", pin_memory=False), list[int])
 
+with fastcopy.profile() as prof:
+    fastcopy.deepcopy(xs)
+assert_type(prof.report(top=3, sort="bytes"), str)
+assert_type(prof.sites()[0].mean_s, float)
+assert_type(prof.sites(sort="calls")[0].hint, str | None)
+assert_type(prof.to_json(indent=1), str)
+
+@fastcopy.profile(patch=False)
+def step(a: int) -> str:
+    return ""
+assert_type(step(1), str)
+assert_type(fastcopy.SlowCopyWarning("slow").seconds, float)
+
 if sys.version_info >= (3, 13):
     import dataclasses
 
