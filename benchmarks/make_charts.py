@@ -5,7 +5,9 @@ first: ``python setup.py build_ext --inplace``):
 
 * ``python -m fastcopy --clock cpu --plot docs/img/speedups.svg`` (the README table's run), and
 * ``python -m fastcopy --realistic --quick --plot docs/img/realistic.svg`` (every workload of the
-  realistic suite whose library is installed, 3 rounds),
+  realistic suite whose library is installed, 3 rounds), and
+* ``python -m fastcopy profile --plot docs/img/profile.svg docs/examples/train_loop.py`` (the
+  profiler's chart of docs/profiling.md's worked example; needs torch),
 
 each also with ``--json`` into a temporary file, and then rewrites, in README.md and docs/*.md,
 every block between ``<!-- chart NAME -->`` and ``<!-- /chart -->``: the image (its path
@@ -30,7 +32,37 @@ CHARTS = {
     "realistic": (["--realistic", "--quick"], "Bar chart: times faster than copy.deepcopy, per "
                                               "realistic workload and mode, for fastcopy and "
                                               "copium"),
+    "profile": (["profile"], "Bar chart: the training loop's copy call sites by total time, "
+                             "split into object and buffer copying"),
 }
+PROFILED = os.path.join("docs", "examples", "train_loop.py")
+
+
+def run_profile(name):
+    """The profiler's chart of PROFILED; (command as shown, a document with "meta" and
+    "sites")."""
+    import datetime
+    import platform
+    from fastcopy import _bench
+    svg = os.path.join(IMG, name + ".svg")
+    shown = ["python", "-m", "fastcopy", "profile", "--plot", svg, PROFILED]
+    with tempfile.TemporaryDirectory() as tmp:
+        js = os.path.join(tmp, name + ".json")
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        proc = subprocess.run([sys.executable, "-m", "fastcopy", "profile", "--json", js,
+                               "--plot", svg, PROFILED], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL)
+        if proc.returncode != 0 or not os.path.exists(js):
+            sys.exit("make_charts: %s failed (exit status %s)" % (" ".join(shown),
+                                                                   proc.returncode))
+        with open(js) as f:
+            doc = json.load(f)
+    doc["meta"] = {"implementation": platform.python_implementation(),
+                   "python": platform.python_version(), "platform": platform.platform(),
+                   "machine": platform.machine(), "cpu_count": os.cpu_count(),
+                   "cpu": _bench.cpu_model(),
+                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    return " ".join(shown), doc
 BLOCK = re.compile(r"(<!-- chart (\w+) -->\n)(.*?)(<!-- /chart -->)", re.S)
 
 
@@ -59,6 +91,10 @@ def run(name, args, quick):
 
 def means(name, doc):
     from fastcopy import _plot
+    if name == "profile":
+        sites = doc["sites"]
+        return None if not sites else "%d call sites, %.2f s of copying in all" % (
+            len(sites), sum(s["total_s"] for s in sites))
     if name == "realistic":
         rows = doc["rows"]
         vals = {"fastcopy": [r.get("fastcopy_vs_stdlib") for r in rows],
@@ -88,10 +124,11 @@ def caption(command, doc, gm):
     from fastcopy import _plot
     m = doc["meta"]
     date = str(m.get("date", "?"))[:16] + " UTC" if m.get("date") else "?"
-    return ("Chart from `%s`, %s%s %s, %s, %s; geometric means over the rows: %s. "
+    summary = ("geometric means over the rows: %s" % gm) if "sites" not in doc else gm
+    return ("Chart from `%s`, %s%s %s, %s, %s; %s. "
             "Regenerate with `python benchmarks/make_charts.py`."
             % (command, source(), m.get("implementation", "Python"), m.get("python", "?"),
-               _plot._machine(m), date, gm))
+               _plot._machine(m), date, summary))
 
 
 def rewrite(charts):
@@ -127,7 +164,7 @@ def main(argv=None):
     done = {}
     for name in a.only or sorted(CHARTS):
         args, alt = CHARTS[name]
-        command, doc = run(name, args, a.quick)
+        command, doc = run_profile(name) if name == "profile" else run(name, args, a.quick)
         done[name] = (alt, caption(command, doc, means(name, doc)))
         print("make_charts: %s/%s.svg: %s" % (IMG, name, done[name][1]))
     for page in rewrite(done):
