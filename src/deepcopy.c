@@ -225,8 +225,18 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     }
     int native = c->mode == FC_MEMO_NATIVE;
     /* the stdlib iterates the live list: a hook's append is copied too */
-    while (f->u.list.i < PyList_GET_SIZE(x)) {
-        PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
+    for (;;) {
+        PyObject *item = NULL;
+        FC_CS_BEGIN(x);
+        if (f->u.list.i < PyList_GET_SIZE(x)) {
+            item = PyList_GET_ITEM(x, f->u.list.i);
+            FC_FT_INCREF(item);
+        }
+        FC_CS_END();
+        if (item == NULL) {
+            break;
+        }
+        FC_FT_PIN2(c, item, NULL);
         f->u.list.i++;
         if (native) {
             PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
@@ -240,6 +250,8 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(item);
         return 1;
     }
+    /* the stdlib's loop variable goes with its loop */
+    FC_FT_PIN2(c, NULL, NULL);
     if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
@@ -351,13 +363,40 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                same size and no further entry */
             break;
         }
+        int step;   /* 1 an entry | 0 the end | -1 size changed | -2 x moved */
+        FC_CS_BEGIN(x);
+#if FC_FT && FC_HAVE_DICT_VERSION
+        if (f->prefill && fc_dict_version(x) != f->u.dict.ver) {
+            /* another thread wrote x since y was made from it */
+            step = -2;
+        }
+        else
+#endif
         if (PyDict_GET_SIZE(x) != f->u.dict.used) {
+            step = -1;
+        }
+        else {
+            step = PyDict_Next(x, &f->u.dict.pos, &k, &v);
+            if (step) {
+                FC_FT_INCREF(k);
+                FC_FT_INCREF(v);
+            }
+        }
+        FC_CS_END();
+        if (step == -2) {
+            if (fc_dict_demote(f) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (step < 0) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
             return -1;
         }
-        if (!PyDict_Next(x, &f->u.dict.pos, &k, &v)) {
+        if (!step) {
             break;
         }
+        FC_FT_PIN2(c, k, v);
         if (f->u.dict.left-- == 0) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
@@ -412,6 +451,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(v);
         return 1;
     }
+    FC_FT_PIN2(c, NULL, NULL);
     if (fc_untrack(c, y) < 0 || fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
@@ -1308,6 +1348,7 @@ fc_enter_list(FcCtx *c, PyObject *x)
     }
     /* PyList_New can collect garbage (3.10/3.11) and a finalizer
        can shrink or grow x: read its size again, after it */
+    FC_CS_BEGIN(x);
     n = PyList_GET_SIZE(x) < cap ? PyList_GET_SIZE(x) : cap;
     if (c->mode == FC_MEMO_NATIVE) {
         for (; i < n; i++) {
@@ -1318,6 +1359,7 @@ fc_enter_list(FcCtx *c, PyObject *x)
             PyList_SET_ITEM(y, i, Py_NewRef(item));
         }
     }
+    FC_CS_END();
     Py_SET_SIZE(y, i);
     if (fc_untrack(c, y) < 0) {
         Py_DECREF(y);
@@ -1665,6 +1707,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->torch_ambient = 0;
     c->gc_grace = FC_GC_GRACE;
+#if FC_FT
+    c->pin[0] = c->pin[1] = NULL;
+#endif
 }
 
 FC_INTERNAL_INLINE void
@@ -1688,6 +1733,7 @@ fc_ctx_fini(FcCtx *c)
     fc_memo_clear(&c->native);
     Py_CLEAR(c->memo);
     Py_CLEAR(c->memo_id);
+    FC_FT_PIN2(c, NULL, NULL);
 }
 
 /* deepcopy(x, memo, _nil) as the stdlib defines it.  memo NULL = None.

@@ -108,21 +108,30 @@ fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
         Py_ssize_t pos = 0, used = PyDict_GET_SIZE(slotstate), left = used;
         PyObject *k, *v;
         for (;;) {
-            if (PyDict_GET_SIZE(slotstate) != used) {
+            int step;   /* 1 an entry | 0 the end | -1 size changed */
+            FC_CS_BEGIN(slotstate);
+            step = PyDict_GET_SIZE(slotstate) != used ? -1
+                   : PyDict_Next(slotstate, &pos, &k, &v);
+            if (step > 0) {
+                Py_INCREF(k);
+                Py_INCREF(v);
+            }
+            FC_CS_END();
+            if (step < 0) {
                 PyErr_SetString(PyExc_RuntimeError,
                                 "dictionary changed size during iteration");
                 return -1;
             }
-            if (!PyDict_Next(slotstate, &pos, &k, &v)) {
+            if (!step) {
                 return 0;
             }
             if (left-- == 0) {
+                Py_DECREF(k);
+                Py_DECREF(v);
                 PyErr_SetString(PyExc_RuntimeError,
                                 "dictionary keys changed during iteration");
                 return -1;
             }
-            Py_INCREF(k);
-            Py_INCREF(v);
             int r = PyObject_SetAttr(y, k, v);
             Py_DECREF(k);
             Py_DECREF(v);

@@ -85,6 +85,17 @@ struct FcState {
     struct FcCtx *shown;           /* calls whose memo a hook sees right now,
                                       innermost first (memo.c; GIL builds) */
 
+#if FC_FT
+    /* free-threaded builds (docs/free-threading.md) */
+    PyMutex plan_lock;             /* plans[] (plan.c) */
+    PyMutex refresh_lock;          /* fc_refresh, one thread at a time */
+    PyThreadState *refresh_owner;  /*   the thread in it (a nested refresh
+                                      from a user mapping goes on) */
+    PyObject *retired;             /* list: tables fc_refresh replaced, kept
+                                      until the module goes (other threads
+                                      may still be reading them) */
+#endif
+
     /* the buffer backends' parts (buffers.c's registry) */
     FcNumpyState np;
     FcTorchState torch;
