@@ -5,8 +5,11 @@
 For each workload (fastcopy._bench's registry; default json_config, objects, nested,
 dict_int_str) and each thread count, every thread builds its own payload and deep-copies it
 in a loop for SECONDS; the report gives the copies per second of all threads together (wall
-clock), the speed-up over one thread, and the CPU seconds the threads used (thread_time), so
-a shared machine's noise shows as CPU time < threads x wall time.  Then the single-thread
+clock), the speed-up over one thread, the CPU seconds the threads used (thread_time), the
+copies per CPU second and its ratio to one thread's ("eff").  On a machine whose cores are
+busy with other work the wall-clock speed-up is capped by the CPU the threads got (CPU time <
+threads x wall time); "eff" is what the threads cost each other (locks, shared cache lines,
+the allocator): with N free cores the speed-up is about N x eff.  Then the single-thread
 ratio stdlib time / fastcopy time on this interpreter, the figure docs/free-threading.md
 compares between a free-threaded build (3.13t, PYTHON_GIL=0) and the GIL build of the same
 version.  On a GIL build the threads take turns: expect a speed-up of about 1.
@@ -100,15 +103,18 @@ def main(argv=None):
     gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
     print("Python %s, free-threaded build: %s, GIL enabled: %s, %d CPUs"
           % (sys.version.split()[0], ft, gil, os.cpu_count()))
-    print("%-14s %7s %12s %8s %9s %8s" % ("workload", "threads", "copies/s", "speedup",
-                                         "cpu s", "wall s"))
+    print("%-14s %7s %12s %8s %9s %8s %12s %6s" % ("workload", "threads", "copies/s", "speedup",
+                                                   "cpu s", "wall s", "copies/cpu-s", "eff"))
     for name in a.workload or DEFAULT:
         w = _bench.get(name)
-        base = None
+        base = base_cpu = None
         for n in counts:
             rate, cpu, wall = run_threads(w, a.size, n, a.seconds, fastcopy.deepcopy)
+            per_cpu = rate * wall / cpu if cpu else 0.0
             base = rate if base is None else base
-            print("%-14s %7d %12.1f %7.2fx %9.2f %8.2f" % (name, n, rate, rate / base, cpu, wall))
+            base_cpu = per_cpu if base_cpu is None else base_cpu
+            print("%-14s %7d %12.1f %7.2fx %9.2f %8.2f %12.1f %5.2f"
+                  % (name, n, rate, rate / base, cpu, wall, per_cpu, per_cpu / base_cpu))
         if not a.no_ratio:
             print("%-14s stdlib/fastcopy, one thread: %.2fx"
                   % (name, single_ratio(w, a.size, a.seconds)))

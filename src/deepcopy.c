@@ -363,23 +363,26 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                same size and no further entry */
             break;
         }
+#if FC_FT
+        /* another thread may write x: each step reads it under its lock,
+           with references of our own (pinned until the next step) */
         int step;   /* 1 an entry | 0 the end | -1 size changed | -2 x moved */
         FC_CS_BEGIN(x);
-#if FC_FT && FC_HAVE_DICT_VERSION
+#  if FC_HAVE_DICT_VERSION
         if (f->prefill && fc_dict_version(x) != f->u.dict.ver) {
-            /* another thread wrote x since y was made from it */
+            /* written since y was made from it */
             step = -2;
         }
         else
-#endif
+#  endif
         if (PyDict_GET_SIZE(x) != f->u.dict.used) {
             step = -1;
         }
         else {
             step = PyDict_Next(x, &f->u.dict.pos, &k, &v);
             if (step) {
-                FC_FT_INCREF(k);
-                FC_FT_INCREF(v);
+                Py_INCREF(k);
+                Py_INCREF(v);
             }
         }
         FC_CS_END();
@@ -397,6 +400,15 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             break;
         }
         FC_FT_PIN2(c, k, v);
+#else
+        if (PyDict_GET_SIZE(x) != f->u.dict.used) {
+            PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
+            return -1;
+        }
+        if (!PyDict_Next(x, &f->u.dict.pos, &k, &v)) {
+            break;
+        }
+#endif
         if (f->u.dict.left-- == 0) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;

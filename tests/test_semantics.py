@@ -1090,6 +1090,7 @@ def test_runtime_copyreg_entries(impl):
     assert type(impl.deepcopy(c)) is C and type(impl.copy(c)) is C
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copyreg.dispatch_table')
 def test_copyreg_entry_for_builtin_subclass_only(impl):
     # dispatch_table is consulted after the exact-type tables: an entry for
     # list is never used, one for a list subclass is.
