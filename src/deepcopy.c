@@ -1470,11 +1470,16 @@ fc_deep_namedtuple(FcCtx *c, PyObject *x)
 static PyObject *
 fc_deep_identity(FcCtx *c, PyObject *x)
 {
+    PyObject *d = NULL;
+    FC_CS_BEGIN(x);   /* another thread may assign x.__dict__ */
     PyObject **dp = _PyObject_GetDictPtr(x);
-    if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp)) {
+    if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp)) {
+        d = Py_NewRef(*dp);   /* see fc_reduce */
+    }
+    FC_CS_END();
+    if (d == NULL) {
         return Py_NewRef(x);
     }
-    PyObject *d = Py_NewRef(*dp);   /* see fc_reduce */
     int has = PyDict_Contains(d, c->st->s_deepcopy);
     Py_DECREF(d);
     return has == 0 ? Py_NewRef(x) : NULL;

@@ -278,11 +278,16 @@ fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
     if (gflags & FG_REDUCE_ONLY) {
         /* unless the instance dict shadows __reduce_ex__, this is what
            object.__reduce_ex__(4) ends up calling */
-        PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
+        PyObject *d = NULL;
         int shadow = 0;
+        FC_CS_BEGIN(x);   /* another thread may assign x.__dict__ */
+        PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
         if (dp != NULL && *dp != NULL) {
             /* a colliding key's __eq__ may replace x.__dict__: hold it */
-            PyObject *d = Py_NewRef(*dp);
+            d = Py_NewRef(*dp);
+        }
+        FC_CS_END();
+        if (d != NULL) {
             shadow = PyDict_Check(d) ? PyDict_Contains(d, st->s_reduce_ex) : 1;
             Py_DECREF(d);
             if (shadow < 0) {

@@ -261,6 +261,7 @@ def test_decimal_fraction(scenario):
     assert_equivalent(scenario)
 
 
+@pytest.mark.thread_unsafe(reason='global state: patches the copy module in and out')
 def test_identity_and_memo():
     import fastcopy
     for x in (decimal.Decimal("3.5"), fractions.Fraction(2, 3)):
