@@ -415,6 +415,9 @@ typedef struct {
     uint8_t gflags;           /* FG_*: steps of the generic road known empty */
     uint8_t value;            /* FV_* kind when deep == FP_VALUE */
     PyObject *slotnames;      /* strong list (may be empty) */
+#ifdef Py_GIL_DISABLED
+    uint32_t seq;             /* odd while the entry is written (plan.c) */
+#endif
 } FcPlan;
 
 /* FcPlan.gflags: lookups of the generic road whose answer is known to be

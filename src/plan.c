@@ -75,6 +75,23 @@ fc_sync(FcState *st)
     return fc_refresh(st);
 }
 
+#if FC_FT
+/* Writers (under plan_lock) make p->seq odd around their writes. */
+FC_INLINE void
+fc_plan_write_begin(FcPlan *p)
+{
+    _Py_atomic_store_uint32_relaxed(&p->seq, p->seq + 1);
+    _Py_atomic_fence_release();
+}
+
+FC_INLINE void
+fc_plan_write_end(FcPlan *p)
+{
+    _Py_atomic_store_uint32_release(&p->seq, p->seq + 1);
+}
+
+#endif
+
 /* Callers never keep a plan pointer across code that can reach here
    (they copy what they use: fc_deep_plain), so entries may be dropped. */
 FC_INTERNAL void
@@ -89,8 +106,10 @@ fc_plans_clear(FcState *st)
         FcPlan *p = &st->plans[i];
         old[2 * i] = (PyObject *)p->type;
         old[2 * i + 1] = p->slotnames;
+        fc_plan_write_begin(p);
         p->type = NULL;
         p->slotnames = NULL;
+        fc_plan_write_end(p);
     }
     PyMutex_Unlock(&st->plan_lock);
     for (int i = 0; i < 2 * FC_PLAN_SLOTS; i++) {
@@ -978,6 +997,22 @@ FC_INTERNAL FcPlan *
 fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
 {
     FcPlan *p = &st->plans[fc_plan_slot(tp)];
+    /* A plan without slot names needs no reference: read it without the
+       lock, as a sequence lock (an entry whose seq moved or is odd was
+       being written; what was read is then thrown away unused).  Two
+       threads copying instances of one class then share no cache line
+       they write. */
+    uint32_t seq = _Py_atomic_load_uint32_acquire(&p->seq);
+    if (!(seq & 1)) {
+        memcpy(tmp, p, sizeof(*tmp));
+        _Py_atomic_fence_acquire();
+        if (_Py_atomic_load_uint32_relaxed(&p->seq) == seq && !tmp->has_slots
+            && fc_plan_valid(st, tmp, tp)) {
+            tmp->type = NULL;
+            tmp->slotnames = NULL;
+            return tmp;
+        }
+    }
     PyMutex_Lock(&st->plan_lock);
     int hit = fc_plan_valid(st, p, tp);
     if (FC_LIKELY(hit)) {
@@ -1008,12 +1043,16 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
     }
     PyMutex_Lock(&st->plan_lock);
     PyObject *old_type = (PyObject *)p->type, *old_names = p->slotnames;
+    uint32_t wseq = p->seq;
+    fc_plan_write_begin(p);
     *p = *tmp;
+    p->seq = wseq + 1;
     p->type = (PyTypeObject *)Py_NewRef(tp);
     Py_XINCREF(p->slotnames);
     p->tag = fc_type_tag(tp);
     p->meta_tag = meta_tag;
     p->gen = gen;
+    fc_plan_write_end(p);
     PyMutex_Unlock(&st->plan_lock);
     Py_XDECREF(old_type);
     Py_XDECREF(old_names);

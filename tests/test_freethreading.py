@@ -320,6 +320,52 @@ class MutatedWhileCopied(unittest.TestCase):
         self.assertEqual(errors, [])
 
 
+class PlansWhileCopying(unittest.TestCase):
+
+    def test_plans_recomputed_and_evicted(self):
+        # instances of many classes (with and without __slots__) copied while another thread
+        # changes those classes (a new version tag: the plan is made again) and makes new
+        # ones (other entries of the plan cache are evicted)
+        classes = []
+        for i in range(40):
+            if i % 2:
+                classes.append(type("S%d" % i, (), {"__slots__": ("a", "b")}))
+            else:
+                classes.append(type("D%d" % i, (), {}))
+        objs = []
+        for i, cls in enumerate(classes):
+            o = cls()
+            o.a = [i]
+            o.b = (i, "x")
+            objs.append(o)
+
+        def copier():
+            for fn in (fastcopy.deepcopy, fastcopy.copy):
+                y = fn(objs)
+                for o, c in zip(objs, y):
+                    self.assertIs(type(c), type(o))
+                    self.assertEqual(c.a, o.a)
+                    self.assertEqual(c.b, o.b)
+                    if fn is fastcopy.deepcopy:
+                        self.assertIsNot(c.a, o.a)
+
+        def churn(i, stop):
+            n = 0
+            keep = []
+            while not stop.is_set():
+                n += 1
+                classes[n % len(classes)].marker = n      # a new version tag
+                k = type("T%d" % n, (), {"__slots__": ("a",)} if n % 2 else {})
+                t = k()
+                t.a = [n]
+                self.assertEqual(fastcopy.deepcopy(t).a, [n])
+                keep.append(k)
+                if len(keep) > 100:
+                    keep = keep[50:]
+        errors = _run([copier, copier], [churn])
+        self.assertEqual(errors, [])
+
+
 class SettingsWhileCopying(unittest.TestCase):
 
     def test_configure_and_trim_during_copies(self):
