@@ -366,26 +366,45 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 #if FC_FT
         /* another thread may write x: each step reads it under its lock,
            with references of our own (pinned until the next step) */
-        int step;   /* 1 an entry | 0 the end | -1 size changed | -2 x moved */
+        int step;   /* 1 an entry | 0 the end | -1 size changed | -2 x moved
+                       | 2 prefilled entries to the last skipped */
         FC_CS_BEGIN(x);
+        for (;;) {
 #  if FC_HAVE_DICT_VERSION
-        if (f->prefill && fc_dict_version(x) != f->u.dict.ver) {
-            /* written since y was made from it */
-            step = -2;
-        }
-        else
+            if (f->prefill && fc_dict_version(x) != f->u.dict.ver) {
+                /* written since y was made from it */
+                step = -2;
+                break;
+            }
 #  endif
-        if (PyDict_GET_SIZE(x) != f->u.dict.used) {
-            step = -1;
-        }
-        else {
+            if (PyDict_GET_SIZE(x) != f->u.dict.used) {
+                step = -1;
+                break;
+            }
             step = PyDict_Next(x, &f->u.dict.pos, &k, &v);
+            if (step && native && f->prefill && f->u.dict.left > 0
+                && (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & c->st->deep_ok)
+                && fc_deep_atomic(c, k) && fc_deep_atomic(c, v)) {
+                /* what the loop below does with it: y has it already (no
+                   write, no user code), so stay under the lock */
+                f->u.dict.left--;
+                f->u.dict.done++;
+                if (f->u.dict.left == 0) {
+                    step = 2;
+                    break;
+                }
+                continue;
+            }
             if (step) {
                 Py_INCREF(k);
                 Py_INCREF(v);
             }
+            break;
         }
         FC_CS_END();
+        if (step == 2) {
+            continue;
+        }
         if (step == -2) {
             if (fc_dict_demote(f) < 0) {
                 return -1;
