@@ -79,12 +79,6 @@ struct FcState {
     PyObject *py_deepcopy;         /* our deepcopy function object */
 
     PyObject *cowdict_type;        /* set by cowdict.c */
-
-    FcPlan plans[FC_PLAN_SLOTS];   /* plan.c (traverse/clear: fc_plans_*) */
-    FcSpare spare;                 /* the last call's heap buffers (memo.c) */
-    struct FcCtx *shown;           /* calls whose memo a hook sees right now,
-                                      innermost first (memo.c; GIL builds) */
-
 #if FC_FT
     /* free-threaded builds (docs/free-threading.md) */
     PyMutex plan_lock;             /* plans[] (plan.c) */
@@ -95,6 +89,11 @@ struct FcState {
                                       until the module goes (other threads
                                       may still be reading them) */
 #endif
+
+    FcPlan plans[FC_PLAN_SLOTS];   /* plan.c (traverse/clear: fc_plans_*) */
+    FcSpare spare;                 /* the last call's heap buffers (memo.c) */
+    struct FcCtx *shown;           /* calls whose memo a hook sees right now,
+                                      innermost first (memo.c; GIL builds) */
 
     /* the buffer backends' parts (buffers.c's registry) */
     FcNumpyState np;
