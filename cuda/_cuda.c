@@ -158,6 +158,23 @@ fc_cuda_proc(FcCudaState *st, const char *name, int version, void **pfn, fc_CUre
 
 /* 1 loaded | 0 not available (st->reason says why).  Never raises.
  * Runs with the GIL held, which serialises it. */
+#ifdef Py_GIL_DISABLED
+static int fc_cuda_load_locked(FcCudaState *st);
+
+/* Free-threaded builds: the lazy load runs once, under a lock (on GIL
+   builds the GIL serialises it; it calls no Python code). */
+static int
+fc_cuda_load(FcCudaState *st)
+{
+    static PyMutex lock;
+    PyMutex_Lock(&lock);
+    int r = fc_cuda_load_locked(st);
+    PyMutex_Unlock(&lock);
+    return r;
+}
+#  define fc_cuda_load fc_cuda_load_locked
+#endif
+
 static int
 fc_cuda_load(FcCudaState *st)
 {
@@ -253,6 +270,9 @@ fc_cuda_load(FcCudaState *st)
     st->state = 1;
     return 1;
 }
+#ifdef Py_GIL_DISABLED
+#  undef fc_cuda_load
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Submission (runs without the GIL)                                         */
@@ -280,6 +300,25 @@ fc_cuda_is_legacy(fc_CUstream s)
 {
     return s == NULL || s == FC_CU_STREAM_LEGACY;
 }
+
+#ifdef Py_GIL_DISABLED
+static void fc_cuda_submit_locked(FcCudaState *, int, fc_CUstream, fc_CUdeviceptr *,
+                                  fc_CUdeviceptr *, size_t *, size_t, FcCudaResult *);
+
+/* Free-threaded builds: a device's context and side stream are made on
+   first use; submissions (asynchronous, short) take turns. */
+static void
+fc_cuda_submit(FcCudaState *st, int device, fc_CUstream stream,
+               fc_CUdeviceptr *dsts, fc_CUdeviceptr *srcs, size_t *sizes, size_t n,
+               FcCudaResult *res)
+{
+    static PyMutex lock;
+    PyMutex_Lock(&lock);
+    fc_cuda_submit_locked(st, device, stream, dsts, srcs, sizes, n, res);
+    PyMutex_Unlock(&lock);
+}
+#  define fc_cuda_submit fc_cuda_submit_locked
+#endif
 
 /* Fills *res; the caller raises from it. */
 static void
@@ -370,6 +409,9 @@ done:
         }
     }
 }
+#ifdef Py_GIL_DISABLED
+#  undef fc_cuda_submit
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Python functions                                                          */
@@ -679,7 +721,11 @@ static PyModuleDef_Slot fc_cuda_slots[] = {
 #if PY_VERSION_HEX >= 0x030C0000
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
-#if PY_VERSION_HEX >= 0x030D0000
+#ifdef Py_GIL_DISABLED
+    /* the lazy load is under a lock of its own; submission never needed
+       the GIL */
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#elif PY_VERSION_HEX >= 0x030D0000
     /* Lazy loading is serialised by the GIL. */
     {Py_mod_gil, Py_MOD_GIL_USED},
 #endif

@@ -31,12 +31,18 @@ fc_list_copy(PyObject *x)
         if (y == NULL) {
             return NULL;
         }
-        if (FC_LIKELY(PyList_GET_SIZE(x) == n)) {
+        int same;
+        FC_CS_BEGIN(x);
+        same = PyList_GET_SIZE(x) == n;
+        if (FC_LIKELY(same)) {
             PyObject **src = ((PyListObject *)x)->ob_item;
             PyObject **dst = ((PyListObject *)y)->ob_item;
             for (Py_ssize_t i = 0; i < n; i++) {
                 dst[i] = Py_NewRef(src[i]);
             }
+        }
+        FC_CS_END();
+        if (FC_LIKELY(same)) {
             return y;
         }
         Py_DECREF(y);   /* an empty list: no finalizer runs */
@@ -137,9 +143,14 @@ fc_copy_run(FcState *st, PyObject *x)
         return fc_dict_copy(x);
     case FK_SET:
         return PySet_New(x);
-    case FK_BYTEARRAY:
-        return PyByteArray_FromStringAndSize(PyByteArray_AS_STRING(x),
-                                             PyByteArray_GET_SIZE(x));
+    case FK_BYTEARRAY: {
+        PyObject *y;
+        FC_CS_BEGIN(x);   /* another thread may resize it */
+        y = PyByteArray_FromStringAndSize(PyByteArray_AS_STRING(x),
+                                          PyByteArray_GET_SIZE(x));
+        FC_CS_END();
+        return y;
+    }
     default:
         break;
     }

@@ -226,8 +226,18 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     }
     int native = c->mode == FC_MEMO_NATIVE;
     /* the stdlib iterates the live list: a hook's append is copied too */
-    while (f->u.list.i < PyList_GET_SIZE(x)) {
-        PyObject *item = PyList_GET_ITEM(x, f->u.list.i);
+    for (;;) {
+        PyObject *item = NULL;
+        FC_CS_BEGIN(x);
+        if (f->u.list.i < PyList_GET_SIZE(x)) {
+            item = PyList_GET_ITEM(x, f->u.list.i);
+            FC_FT_INCREF(item);
+        }
+        FC_CS_END();
+        if (item == NULL) {
+            break;
+        }
+        FC_FT_PIN2(c, item, NULL);
         f->u.list.i++;
         if (native) {
             PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
@@ -241,6 +251,8 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(item);
         return 1;
     }
+    /* the stdlib's loop variable goes with its loop */
+    FC_FT_PIN2(c, NULL, NULL);
     if (fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
@@ -352,6 +364,63 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                same size and no further entry */
             break;
         }
+#if FC_FT
+        /* another thread may write x: each step reads it under its lock,
+           with references of our own (pinned until the next step) */
+        int step;   /* 1 an entry | 0 the end | -1 size changed | -2 x moved
+                       | 2 prefilled entries to the last skipped */
+        FC_CS_BEGIN(x);
+        for (;;) {
+#  if FC_HAVE_DICT_VERSION
+            if (f->prefill && fc_dict_version(x) != f->u.dict.ver) {
+                /* written since y was made from it */
+                step = -2;
+                break;
+            }
+#  endif
+            if (PyDict_GET_SIZE(x) != f->u.dict.used) {
+                step = -1;
+                break;
+            }
+            step = PyDict_Next(x, &f->u.dict.pos, &k, &v);
+            if (step && native && f->prefill && f->u.dict.left > 0
+                && (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & c->st->deep_ok)
+                && fc_deep_atomic(c, k) && fc_deep_atomic(c, v)) {
+                /* what the loop below does with it: y has it already (no
+                   write, no user code), so stay under the lock */
+                f->u.dict.left--;
+                f->u.dict.done++;
+                if (f->u.dict.left == 0) {
+                    step = 2;
+                    break;
+                }
+                continue;
+            }
+            if (step) {
+                Py_INCREF(k);
+                Py_INCREF(v);
+            }
+            break;
+        }
+        FC_CS_END();
+        if (step == 2) {
+            continue;
+        }
+        if (step == -2) {
+            if (fc_dict_demote(f) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (step < 0) {
+            PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
+            return -1;
+        }
+        if (!step) {
+            break;
+        }
+        FC_FT_PIN2(c, k, v);
+#else
         if (PyDict_GET_SIZE(x) != f->u.dict.used) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
             return -1;
@@ -359,6 +428,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         if (!PyDict_Next(x, &f->u.dict.pos, &k, &v)) {
             break;
         }
+#endif
         if (f->u.dict.left-- == 0) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
             return -1;
@@ -413,6 +483,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         *out = Py_NewRef(v);
         return 1;
     }
+    FC_FT_PIN2(c, NULL, NULL);
     if (fc_untrack(c, y) < 0 || fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
@@ -1312,6 +1383,7 @@ fc_enter_list(FcCtx *c, PyObject *x)
     }
     /* PyList_New can collect garbage (3.10/3.11) and a finalizer
        can shrink or grow x: read its size again, after it */
+    FC_CS_BEGIN(x);
     n = PyList_GET_SIZE(x) < cap ? PyList_GET_SIZE(x) : cap;
     if (c->mode == FC_MEMO_NATIVE) {
         for (; i < n; i++) {
@@ -1322,6 +1394,7 @@ fc_enter_list(FcCtx *c, PyObject *x)
             PyList_SET_ITEM(y, i, Py_NewRef(item));
         }
     }
+    FC_CS_END();
     Py_SET_SIZE(y, i);
     if (fc_untrack(c, y) < 0) {
         Py_DECREF(y);
@@ -1420,11 +1493,16 @@ fc_deep_namedtuple(FcCtx *c, PyObject *x)
 static PyObject *
 fc_deep_identity(FcCtx *c, PyObject *x)
 {
+    PyObject *d = NULL;
+    FC_CS_BEGIN(x);   /* another thread may assign x.__dict__ */
     PyObject **dp = _PyObject_GetDictPtr(x);
-    if (dp == NULL || *dp == NULL || !PyDict_CheckExact(*dp)) {
+    if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp)) {
+        d = Py_NewRef(*dp);   /* see fc_reduce */
+    }
+    FC_CS_END();
+    if (d == NULL) {
         return Py_NewRef(x);
     }
-    PyObject *d = Py_NewRef(*dp);   /* see fc_reduce */
     int has = PyDict_Contains(d, c->st->s_deepcopy);
     Py_DECREF(d);
     return has == 0 ? Py_NewRef(x) : NULL;
@@ -1666,6 +1744,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->torch_ambient = 0;
     c->gc_grace = FC_GC_GRACE;
+#if FC_FT
+    c->pin[0] = c->pin[1] = NULL;
+#endif
 }
 
 FC_INTERNAL_INLINE void
@@ -1689,6 +1770,7 @@ fc_ctx_fini(FcCtx *c)
     fc_memo_clear(&c->native);
     Py_CLEAR(c->memo);
     Py_CLEAR(c->memo_id);
+    FC_FT_PIN2(c, NULL, NULL);
 }
 
 /* deepcopy(x, memo, _nil) as the stdlib defines it.  memo NULL = None.

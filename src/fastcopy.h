@@ -115,6 +115,22 @@
 #define FC_PY312_PLUS (PY_VERSION_HEX >= 0x030C0000)
 #define FC_PY313_PLUS (PY_VERSION_HEX >= 0x030D0000)
 
+/* Free-threaded builds (3.13t+, Py_GIL_DISABLED): docs/free-threading.md.
+   FC_CS_BEGIN(o) / FC_CS_END() bracket reads of a mutable container that
+   another thread may change (CPython's own list and dict code takes the
+   same per-object lock); FC_FT_PIN* keep what was read alive until the
+   call's next read.  On GIL builds they are a plain block and nothing:
+   the GIL already makes each read atomic. */
+#ifdef Py_GIL_DISABLED
+#  define FC_FT 1
+#  define FC_CS_BEGIN(o) Py_BEGIN_CRITICAL_SECTION(o)
+#  define FC_CS_END() Py_END_CRITICAL_SECTION()
+#else
+#  define FC_FT 0
+#  define FC_CS_BEGIN(o) {
+#  define FC_CS_END() }
+#endif
+
 #ifdef FC_DEBUG
 #  define FC_ASSERT(x) assert(x)
 #else
@@ -222,7 +238,19 @@ fc_dict_version(PyObject *d)
 FC_INLINE PyObject *
 fc_dict_copy_ver(PyObject *x, uint64_t *ver)
 {
-#if FC_PY312_PLUS
+#if FC_FT && FC_HAVE_DICT_VERSION
+    /* another thread may write x between reading the tag and the copy
+       (PyDict_Copy locks x itself): a tag unchanged across the copy is the
+       copy's */
+    for (;;) {
+        *ver = fc_dict_version(x);
+        PyObject *y = PyDict_Copy(x);
+        if (y == NULL || FC_LIKELY(fc_dict_version(x) == *ver)) {
+            return y;
+        }
+        Py_DECREF(y);
+    }
+#elif FC_PY312_PLUS
 #  if FC_HAVE_DICT_VERSION
     *ver = fc_dict_version(x);
 #  else
@@ -387,6 +415,9 @@ typedef struct {
     uint8_t gflags;           /* FG_*: steps of the generic road known empty */
     uint8_t value;            /* FV_* kind when deep == FP_VALUE */
     PyObject *slotnames;      /* strong list (may be empty) */
+#ifdef Py_GIL_DISABLED
+    uint32_t seq;             /* odd while the entry is written (plan.c) */
+#endif
 } FcPlan;
 
 /* FcPlan.gflags: lookups of the generic road whose answer is known to be
@@ -515,8 +546,31 @@ typedef struct FcCtx {
                                  user code: 0 no, 1 modes, 2 modes and storages */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
+#if FC_FT
+    PyObject *pin[2];         /* strong: the last items read from a container
+                                 other threads may change (FC_FT_PIN2) */
+#endif
     FcFrame small_frames[FC_FRAMES_INLINE];
 } FcCtx;
+
+/* Free-threaded builds: FC_FT_INCREF(o) inside the critical section that
+   read o from a container other threads may change, then FC_FT_PIN2(c, a,
+   b) after it hands those references to the call, which keeps them until
+   its next pin or its end (so the borrowed a and b stay usable meanwhile).
+   Nothing on GIL builds. */
+#if FC_FT
+#  define FC_FT_INCREF(o) Py_XINCREF(o)
+#  define FC_FT_PIN2(c, a, b) do {                                      \
+        PyObject *fc_old0_ = (c)->pin[0], *fc_old1_ = (c)->pin[1];      \
+        (c)->pin[0] = (a);                                              \
+        (c)->pin[1] = (b);                                              \
+        Py_XDECREF(fc_old0_);                                           \
+        Py_XDECREF(fc_old1_);                                           \
+    } while (0)
+#else
+#  define FC_FT_INCREF(o) ((void)0)
+#  define FC_FT_PIN2(c, a, b) ((void)0)
+#endif
 
 /* A unique non-object pointer: "a frame was pushed, no result yet"
    (defined in deepcopy.c). */

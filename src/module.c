@@ -736,6 +736,9 @@ fc_traverse(PyObject *module, visitproc visit, void *arg)
     if (r != 0) {
         return r;
     }
+#if FC_FT
+    Py_VISIT(st->retired);
+#endif
     for (int i = 0; i < fc_nbackends; i++) {
         r = fc_backends[i]->traverse ? fc_backends[i]->traverse(st, visit, arg) : 0;
         if (r != 0) {
@@ -762,6 +765,9 @@ fc_clear(PyObject *module)
     }
     fc_plans_clear(st);
     fc_spare_free(&st->spare);
+#if FC_FT
+    Py_CLEAR(st->retired);
+#endif
     for (int i = 0; i < fc_nbackends; i++) {
         if (fc_backends[i]->clear != NULL) {
             fc_backends[i]->clear(st);
@@ -782,8 +788,11 @@ static PyModuleDef_Slot fc_slots[] = {
     /* state is per module object; dict watchers are per interpreter */
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
-#if FC_PY313_PLUS
-    /* borrowed references across dict iteration assume the GIL */
+#if FC_FT
+    /* every piece of shared state is safe without the GIL
+       (docs/free-threading.md) */
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#elif FC_PY313_PLUS
     {Py_mod_gil, Py_MOD_GIL_USED},
 #endif
     {0, NULL},

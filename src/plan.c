@@ -41,7 +41,12 @@ static int
 fc_watch_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key,
             PyObject *new_value)
 {
+#if FC_FT
+    /* two threads writing watched dicts at once must both be counted */
+    _Py_atomic_add_uint64(&fc_watch_counter, 1);
+#else
     fc_watch_counter++;
+#endif
     return 0;
 }
 #endif
@@ -70,16 +75,53 @@ fc_sync(FcState *st)
     return fc_refresh(st);
 }
 
+#if FC_FT
+/* Writers (under plan_lock) make p->seq odd around their writes. */
+FC_INLINE void
+fc_plan_write_begin(FcPlan *p)
+{
+    _Py_atomic_store_uint32_relaxed(&p->seq, p->seq + 1);
+    _Py_atomic_fence_release();
+}
+
+FC_INLINE void
+fc_plan_write_end(FcPlan *p)
+{
+    _Py_atomic_store_uint32_release(&p->seq, p->seq + 1);
+}
+
+#endif
+
 /* Callers never keep a plan pointer across code that can reach here
    (they copy what they use: fc_deep_plain), so entries may be dropped. */
 FC_INTERNAL void
 fc_plans_clear(FcState *st)
 {
+#if FC_FT
+    /* emptied under the lock, released after it: a finalizer run by the
+       release may copy, and so look a plan up */
+    PyObject *old[2 * FC_PLAN_SLOTS];
+    PyMutex_Lock(&st->plan_lock);
+    for (int i = 0; i < FC_PLAN_SLOTS; i++) {
+        FcPlan *p = &st->plans[i];
+        old[2 * i] = (PyObject *)p->type;
+        old[2 * i + 1] = p->slotnames;
+        fc_plan_write_begin(p);
+        p->type = NULL;
+        p->slotnames = NULL;
+        fc_plan_write_end(p);
+    }
+    PyMutex_Unlock(&st->plan_lock);
+    for (int i = 0; i < 2 * FC_PLAN_SLOTS; i++) {
+        Py_XDECREF(old[i]);
+    }
+#else
     for (int i = 0; i < FC_PLAN_SLOTS; i++) {
         FcPlan *p = &st->plans[i];
         Py_CLEAR(p->type);
         Py_CLEAR(p->slotnames);
     }
+#endif
 }
 
 FC_INTERNAL int
@@ -195,8 +237,33 @@ fc_refresh_set_ok(FcState *st)
 
 /* Re-read the copy module's globals and recompute what is still the
    stdlib's original.  0 | -1+exc */
+#if FC_FT
+static int fc_refresh_locked(FcState *st);
+
+/* One thread at a time: two would release the same old tables.  A nested
+   refresh on the same thread (a user mapping's .get copying) goes on, as
+   on GIL builds. */
 FC_INTERNAL int
 fc_refresh(FcState *st)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (_Py_atomic_load_ptr_relaxed(&st->refresh_owner) == ts) {
+        return fc_refresh_locked(st);
+    }
+    PyMutex_Lock(&st->refresh_lock);
+    _Py_atomic_store_ptr_relaxed(&st->refresh_owner, ts);
+    int r = fc_refresh_locked(st);
+    _Py_atomic_store_ptr_relaxed(&st->refresh_owner, NULL);
+    PyMutex_Unlock(&st->refresh_lock);
+    return r;
+}
+
+static int
+fc_refresh_locked(FcState *st)
+#else
+FC_INTERNAL int
+fc_refresh(FcState *st)
+#endif
 {
     PyObject *g = st->copy_globals;
     PyObject *v;
@@ -206,9 +273,24 @@ fc_refresh(FcState *st)
                           &st->dispatch_table, &st->reconstruct, &st->error};
     for (int i = 0; i < 5; i++) {
         v = PyDict_GetItemString(g, names[i]);
+#if FC_FT
+        /* another thread's copy may be reading the old table, borrowed */
+        if (v != NULL && v != *slots[i]) {
+            if (*slots[i] != NULL) {
+                if (st->retired == NULL && (st->retired = PyList_New(0)) == NULL) {
+                    return -1;
+                }
+                if (PyList_Append(st->retired, *slots[i]) < 0) {
+                    return -1;
+                }
+            }
+            Py_XSETREF(*slots[i], Py_NewRef(v));
+        }
+#else
         if (v != NULL) {
             Py_XSETREF(*slots[i], Py_NewRef(v));
         }
+#endif
     }
     uint32_t deep_ok = 0, copy_ok = 0;
     for (int k = 1; k < FK__COUNT; k++) {
@@ -386,6 +468,21 @@ fc_is_return_self(PyObject *f)
     return fc_func_is(f, "def _f(self, memo):\n    return self\n", "_f");
 }
 
+/* *slot = v (stolen), set once: on free-threaded builds two threads may
+   both get here, and the first one's stays. */
+static void
+fc_publish(PyObject **slot, PyObject *v)
+{
+#if FC_FT
+    PyObject *expected = NULL;
+    if (!_Py_atomic_compare_exchange_ptr(slot, &expected, v)) {
+        Py_DECREF(v);
+    }
+#else
+    *slot = v;
+#endif
+}
+
 /* enum.Enum.__deepcopy__ is `return self` (3.11+); found lazily through
    sys.modules, never by importing enum ourselves. */
 static PyObject *
@@ -402,7 +499,7 @@ fc_enum_deepcopy(FcState *st)
     if (PyType_Check(Enum)) {
         PyObject *f = _PyType_Lookup((PyTypeObject *)Enum, st->s_deepcopy);
         if (f != NULL && fc_is_return_self(f)) {
-            st->enum_deepcopy = Py_NewRef(f);
+            fc_publish(&st->enum_deepcopy, Py_NewRef(f));
         }
     }
     Py_DECREF(Enum);
@@ -433,7 +530,7 @@ fc_nt_getnewargs_code(FcState *st)
         if (PyCode_Check(co)
             && PyUnicode_CompareWithASCIIString(((PyCodeObject *)co)->co_name,
                                                 "__getnewargs__") == 0) {
-            st->nt_getnewargs_code = Py_NewRef(co);
+            fc_publish(&st->nt_getnewargs_code, Py_NewRef(co));
             break;
         }
     }
@@ -900,6 +997,78 @@ fc_assign_tag(FcState *st, PyTypeObject *tp)
 /* The plan for tp: a cached one, or *tmp filled in when tp cannot be
    cached (the caller then releases tmp->slotnames).
    borrowed plan | NULL+exc */
+#if FC_FT
+/* Free-threaded builds: plans[] is read and written under st->plan_lock,
+   and every caller gets a copy of its own (slotnames strong: the caller
+   releases it, as for a plan that cannot be cached), since another thread
+   may evict the entry at any moment.  The generation is the one the plan
+   was computed under. */
+FC_INTERNAL FcPlan *
+fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
+{
+    FcPlan *p = &st->plans[fc_plan_slot(tp)];
+    /* A plan without slot names needs no reference: read it without the
+       lock, as a sequence lock (an entry whose seq moved or is odd was
+       being written; what was read is then thrown away unused).  Two
+       threads copying instances of one class then share no cache line
+       they write. */
+    uint32_t seq = _Py_atomic_load_uint32_acquire(&p->seq);
+    if (!(seq & 1)) {
+        memcpy(tmp, p, sizeof(*tmp));
+        _Py_atomic_fence_acquire();
+        if (_Py_atomic_load_uint32_relaxed(&p->seq) == seq && !tmp->has_slots
+            && fc_plan_valid(st, tmp, tp)) {
+            tmp->type = NULL;
+            tmp->slotnames = NULL;
+            return tmp;
+        }
+    }
+    PyMutex_Lock(&st->plan_lock);
+    int hit = fc_plan_valid(st, p, tp);
+    if (FC_LIKELY(hit)) {
+        *tmp = *p;
+        tmp->type = NULL;
+        Py_XINCREF(tmp->slotnames);
+    }
+    PyMutex_Unlock(&st->plan_lock);
+    if (FC_LIKELY(hit)) {
+        return tmp;
+    }
+    uint64_t gen = st->gen;
+    if (fc_plan_compute(st, tp, tmp) < 0) {
+        Py_CLEAR(tmp->slotnames);
+        return NULL;
+    }
+    tmp->type = NULL;
+    PyTypeObject *meta = Py_TYPE(tp);
+    unsigned int meta_tag = 0;
+    if (meta != &PyType_Type) {
+        if (!fc_assign_tag(st, meta)) {
+            return tmp;
+        }
+        meta_tag = fc_type_tag(meta);
+    }
+    if (!fc_assign_tag(st, tp)) {
+        return tmp;
+    }
+    PyMutex_Lock(&st->plan_lock);
+    PyObject *old_type = (PyObject *)p->type, *old_names = p->slotnames;
+    uint32_t wseq = p->seq;
+    fc_plan_write_begin(p);
+    *p = *tmp;
+    p->seq = wseq + 1;
+    p->type = (PyTypeObject *)Py_NewRef(tp);
+    Py_XINCREF(p->slotnames);
+    p->tag = fc_type_tag(tp);
+    p->meta_tag = meta_tag;
+    p->gen = gen;
+    fc_plan_write_end(p);
+    PyMutex_Unlock(&st->plan_lock);
+    Py_XDECREF(old_type);
+    Py_XDECREF(old_names);
+    return tmp;
+}
+#else
 FC_INTERNAL FcPlan *
 fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
 {
@@ -944,3 +1113,4 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
     Py_XDECREF(old_names);
     return tmp;
 }
+#endif

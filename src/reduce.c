@@ -108,21 +108,30 @@ fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
         Py_ssize_t pos = 0, used = PyDict_GET_SIZE(slotstate), left = used;
         PyObject *k, *v;
         for (;;) {
-            if (PyDict_GET_SIZE(slotstate) != used) {
+            int step;   /* 1 an entry | 0 the end | -1 size changed */
+            FC_CS_BEGIN(slotstate);
+            step = PyDict_GET_SIZE(slotstate) != used ? -1
+                   : PyDict_Next(slotstate, &pos, &k, &v);
+            if (step > 0) {
+                Py_INCREF(k);
+                Py_INCREF(v);
+            }
+            FC_CS_END();
+            if (step < 0) {
                 PyErr_SetString(PyExc_RuntimeError,
                                 "dictionary changed size during iteration");
                 return -1;
             }
-            if (!PyDict_Next(slotstate, &pos, &k, &v)) {
+            if (!step) {
                 return 0;
             }
             if (left-- == 0) {
+                Py_DECREF(k);
+                Py_DECREF(v);
                 PyErr_SetString(PyExc_RuntimeError,
                                 "dictionary keys changed during iteration");
                 return -1;
             }
-            Py_INCREF(k);
-            Py_INCREF(v);
             int r = PyObject_SetAttr(y, k, v);
             Py_DECREF(k);
             Py_DECREF(v);
@@ -269,11 +278,16 @@ fc_reduce(FcState *st, PyObject *x, int deep, int gflags)
     if (gflags & FG_REDUCE_ONLY) {
         /* unless the instance dict shadows __reduce_ex__, this is what
            object.__reduce_ex__(4) ends up calling */
-        PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
+        PyObject *d = NULL;
         int shadow = 0;
+        FC_CS_BEGIN(x);   /* another thread may assign x.__dict__ */
+        PyObject **dp = Py_TYPE(x)->tp_dictoffset ? _PyObject_GetDictPtr(x) : NULL;
         if (dp != NULL && *dp != NULL) {
             /* a colliding key's __eq__ may replace x.__dict__: hold it */
-            PyObject *d = Py_NewRef(*dp);
+            d = Py_NewRef(*dp);
+        }
+        FC_CS_END();
+        if (d != NULL) {
             shadow = PyDict_Check(d) ? PyDict_Contains(d, st->s_reduce_ex) : 1;
             Py_DECREF(d);
             if (shadow < 0) {

@@ -253,19 +253,21 @@ fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, int depth)
     }
     Py_DECREF(num);
     int op = k == FK_LIST ? T_LIST : k == FK_DICT ? T_DICT : T_TUPLE;
+    int r;
+    /* no user code runs while recording: another thread's writes to x wait
+       (free-threaded builds), so the size and the items agree */
+    FC_CS_BEGIN(x);
     Py_ssize_t n = k == FK_LIST ? PyList_GET_SIZE(x) : k == FK_DICT ? PyDict_GET_SIZE(x)
                                                                      : PyTuple_GET_SIZE(x);
-    if (fc_tape_emit(t, op, n, node, NULL) < 0) {
-        return -1;
-    }
-    int r = 1;
-    if (k == FK_DICT) {
+    r = fc_tape_emit(t, op, n, node, NULL) < 0 ? -1 : 1;
+    if (r > 0 && k == FK_DICT) {
         Py_ssize_t pos = 0;
         PyObject *key, *val;
         while (r > 0 && PyDict_Next(x, &pos, &key, &val)) {
             /* the replay hashes the key: only the interpreter's own hash */
             if (!fc_key_quiet(key)) {
-                return 0;
+                r = 0;
+                break;
             }
             r = fc_tape_emit(t, T_CONST, 0, 0, key) < 0 ? -1 : 1;
             if (r > 0) {
@@ -273,12 +275,13 @@ fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, int depth)
             }
         }
     }
-    else {
+    else if (r > 0) {
         for (Py_ssize_t i = 0; r > 0 && i < n; i++) {
             PyObject *item = k == FK_LIST ? PyList_GET_ITEM(x, i) : PyTuple_GET_ITEM(x, i);
             r = fc_tape_record(c, t, item, depth + 1);
         }
     }
+    FC_CS_END();
     if (r <= 0) {
         return r;
     }

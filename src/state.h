@@ -79,6 +79,16 @@ struct FcState {
     PyObject *py_deepcopy;         /* our deepcopy function object */
 
     PyObject *cowdict_type;        /* set by cowdict.c */
+#if FC_FT
+    /* free-threaded builds (docs/free-threading.md) */
+    PyMutex plan_lock;             /* plans[] (plan.c) */
+    PyMutex refresh_lock;          /* fc_refresh, one thread at a time */
+    PyThreadState *refresh_owner;  /*   the thread in it (a nested refresh
+                                      from a user mapping goes on) */
+    PyObject *retired;             /* list: tables fc_refresh replaced, kept
+                                      until the module goes (other threads
+                                      may still be reading them) */
+#endif
 
     FcPlan plans[FC_PLAN_SLOTS];   /* plan.c (traverse/clear: fc_plans_*) */
     FcSpare spare;                 /* the last call's heap buffers (memo.c) */

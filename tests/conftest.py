@@ -55,3 +55,10 @@ def pytest_runtest_call(item):
         del shape.COMPARISON_SKIPPED[:]
         pytest.skip("fastcopy._fastcopy not built: stdlib side ran, comparison skipped")
     return res
+
+
+def pytest_configure(config):
+    # pytest-run-parallel's marker (tests that change global state: copy's and copyreg's
+    # tables, the patch, shared counters), declared here too for runs without the plugin
+    config.addinivalue_line("markers", "thread_unsafe(reason): not run in several threads "
+                            "at once by pytest-run-parallel")

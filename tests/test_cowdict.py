@@ -17,6 +17,13 @@ import threading
 import unittest
 import weakref
 
+try:   # pytest-run-parallel's marker; plain unittest runs need no pytest
+    import pytest
+    thread_unsafe = pytest.mark.thread_unsafe
+except ImportError:
+    def thread_unsafe(reason=None):
+        return lambda f: f
+
 import fastcopy
 
 cowdict = fastcopy.cowdict
@@ -566,6 +573,7 @@ class DeepcopyTest(unittest.TestCase):
             self.assertIsNot(k2, k)
             self.assertEqual(list(b.values()), [1, 2])
 
+    @thread_unsafe(reason='global state: replaces copy.deepcopy')
     def test_deepcopy_uses_patched_copy_deepcopy(self):
         calls = []
         orig = copy.deepcopy
@@ -581,6 +589,7 @@ class DeepcopyTest(unittest.TestCase):
             copy.deepcopy = orig
         self.assertEqual(calls, [list])
 
+    @thread_unsafe(reason='global state: patches the copy module')
     def test_under_patch(self):
         if not hasattr(fastcopy, "patched"):
             self.skipTest("fastcopy.patched not available")
@@ -592,6 +601,7 @@ class DeepcopyTest(unittest.TestCase):
         self.assertIsNot(b["x"], inner)
         self.assertEqual(b, a)
 
+    @thread_unsafe(reason='global state: replaces copy.deepcopy')
     def test_all_immutable_deepcopy_never_calls_copy(self):
         calls = []
         orig = copy.deepcopy
@@ -604,6 +614,7 @@ class DeepcopyTest(unittest.TestCase):
         self.assertEqual(calls, [])
         self.assertEqual(b, a)
 
+    @thread_unsafe(reason='global state: replaces copy.deepcopy')
     def test_mutable_count_follows_writes(self):
         calls = []
         orig = copy.deepcopy
@@ -712,6 +723,7 @@ class RandomModelTest(unittest.TestCase):
 # --------------------------------------------------------------------------
 
 class ThreadTest(unittest.TestCase):
+    @thread_unsafe(reason='global state: sets the switch interval')
     def test_concurrent_writes_to_copies(self):
         base = cowdict.fromkeys(range(2000), 0)
         nthreads, rounds = 8, 200

@@ -151,6 +151,7 @@ def _reduce_only():
     return [ReduceOnly(shared), shadowed, ReduceOnlyCounting(shared), ReduceOnly(shared)], log
 
 
+@pytest.mark.thread_unsafe(reason='global state: a log list shared by the calls')
 @pytest.mark.parametrize("scenario", both_memo_modes(_reduce_only), ids=["native", "memo"])
 def test_reduce_only(scenario):
     assert_equivalent(scenario)
@@ -193,6 +194,7 @@ class CountingSetstate(WithSetstate):
         return object.__getattribute__(self, name)
 
 
+@pytest.mark.thread_unsafe(reason='global state: counts lookups in a shared class')
 @pytest.mark.parametrize("deep", [True, False], ids=["deepcopy", "copy"])
 def test_setstate_lookups(deep):
     def scenario(impl):
@@ -291,6 +293,7 @@ class HashMeta(type):
         return cls is other
 
 
+@pytest.mark.thread_unsafe(reason='global state: counts hash calls of shared keys')
 def test_dict_user_key_hashes_like_the_stdlib():
     # demoting a prefilled dict must not hash the source's keys; keys whose
     # hash is user code are never prefilled (a type's hash is its metaclass's,
@@ -449,6 +452,7 @@ class ReportsTracking:
         return (ReportsTracking, ())
 
 
+@pytest.mark.thread_unsafe(reason='global state: a class attribute records what the hook saw')
 def test_existing_object_from_a_reduce_stays_tracked():
     # after the GC grace runs out the walker hides the containers it made
     # so far; a container a reduce function returned is not one of them

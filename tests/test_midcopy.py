@@ -10,6 +10,7 @@ import copy
 import copyreg
 import os
 import sys
+import sysconfig
 import textwrap
 
 import pytest
@@ -210,6 +211,11 @@ _FFUZZ = os.environ.get("FASTCOPY_FFUZZ_SEEDS") or (
 
 @pytest.mark.parametrize("mode,seeds", [("random", _FFUZZ or "0:100"), ("hook", _FFUZZ or "0:150")])
 def test_finalizer_fuzz(fc, mode, seeds):
+    if mode == "hook" and bool(sysconfig.get_config_var("Py_GIL_DISABLED")):
+        # the hook mode compares with the stdlib's own run exactly; on 3.13t gc.collect()
+        # does not find the same garbage every time: the stdlib against itself
+        # (--impl copy) differs in about 6 of 300 cases
+        pytest.skip("gc.collect() is not reproducible on free-threaded builds")
     r = run_python("import runpy, sys; sys.argv = ['finalizer_fuzz', '--mode', %r, '--seeds', %r];"
                    "runpy.run_path(%r, run_name='__main__')"
                    % (mode, seeds, os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -2,6 +2,7 @@
 with no Python frame), keep the stdlib's signature and errors, and are restored exactly."""
 import copy
 import sys
+import sysconfig
 from copy import deepcopy as early_deepcopy, copy as early_copy
 
 import pytest
@@ -113,6 +114,9 @@ def test_nil_and_memo_pass_through(fc):
         assert memo[id(x)] is y and memo[id(memo)] == [x]
 
 
+@pytest.mark.skipif(bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                    reason="the vectorcall patch is for GIL builds only (module.c): "
+                           "a function's vectorcall field is not swapped under other threads")
 def test_vectorcall_skips_the_trampoline(fc):
     import fastcopy._fastcopy as core
     assert core._patch_vectorcall(copy.deepcopy, copy.copy, False) is True

@@ -205,6 +205,7 @@ def test_copy_hook_on_class_only(impl):
     assert type(y) is GA  # instance __getattr__ not consulted for __copy__
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copyreg.dispatch_table')
 def test_copyreg_dispatch_table(impl):
     class C:
         def __init__(self, v):
@@ -228,6 +229,7 @@ def test_copyreg_dispatch_table(impl):
     assert log == ["C", "C"] and y.v is x.v
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copyreg.dispatch_table')
 def test_falsy_reductor_diverges_between_copy_and_deepcopy(impl):
     class C:
         def __init__(self):
@@ -1039,6 +1041,7 @@ def test_instance_getstate_entry_equiv():
     assert_equivalent(scenario)
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copy._deepcopy_dispatch')
 def test_runtime_deepcopy_dispatch_entries(impl):
     class C:
         pass
@@ -1053,6 +1056,7 @@ def test_runtime_deepcopy_dispatch_entries(impl):
     assert type(impl.deepcopy(c)) is C
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copy._copy_dispatch')
 def test_runtime_copy_dispatch_entries(impl):
     class C:
         pass
@@ -1065,6 +1069,7 @@ def test_runtime_copy_dispatch_entries(impl):
     assert type(impl.copy(c)) is C
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copy._deepcopy_dispatch')
 def test_runtime_override_of_builtin_dispatch(impl):
     saved = copy._deepcopy_dispatch[list]
     copy._deepcopy_dispatch[list] = lambda x, memo: "list!"
@@ -1076,6 +1081,7 @@ def test_runtime_override_of_builtin_dispatch(impl):
     assert impl.deepcopy([1, 2]) == [1, 2]
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copyreg.dispatch_table')
 def test_runtime_copyreg_entries(impl):
     class C:
         pass
@@ -1090,6 +1096,7 @@ def test_runtime_copyreg_entries(impl):
     assert type(impl.deepcopy(c)) is C and type(impl.copy(c)) is C
 
 
+@pytest.mark.thread_unsafe(reason='global state: edits copyreg.dispatch_table')
 def test_copyreg_entry_for_builtin_subclass_only(impl):
     # dispatch_table is consulted after the exact-type tables: an entry for
     # list is never used, one for a list subclass is.

@@ -261,6 +261,7 @@ def test_decimal_fraction(scenario):
     assert_equivalent(scenario)
 
 
+@pytest.mark.thread_unsafe(reason='global state: patches the copy module in and out')
 def test_identity_and_memo():
     import fastcopy
     for x in (decimal.Decimal("3.5"), fractions.Fraction(2, 3)):
@@ -337,6 +338,7 @@ def _everything():
     return [s, d, n], log
 
 
+@pytest.mark.thread_unsafe(reason="global state: edits copy's and copyreg's tables")
 @pytest.mark.parametrize("reg", REGISTRATIONS, ids=lambda r: getattr(r, "__name__", None))
 @pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
 def test_registered_copiers(reg, mode):
@@ -344,6 +346,7 @@ def test_registered_copiers(reg, mode):
     assert_equivalent(_registered(table, key, value)(modes(_everything)[mode]))
 
 
+@pytest.mark.thread_unsafe(reason="global state: edits copy's tables")
 def test_registration_in_the_middle_of_a_copy():
     """A hook registers a reducer for set half-way: later sets use it, as in the stdlib."""
     class Reg:
@@ -408,6 +411,7 @@ PATCHES = [
 ]
 
 
+@pytest.mark.thread_unsafe(reason="global state: replaces hooks and copy's globals")
 @pytest.mark.parametrize("patch", PATCHES, ids=lambda p: getattr(p, "__name__", None))
 @pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
 def test_replaced_hooks_and_globals(patch, mode):
@@ -415,6 +419,7 @@ def test_replaced_hooks_and_globals(patch, mode):
     assert_equivalent(_patched_attr(obj, name, value)(modes(_everything)[mode]))
 
 
+@pytest.mark.thread_unsafe(reason='global state: counts calls of a patched copyreg._slotnames')
 def test_slotnames_calls_counted():
     """With copyreg._slotnames replaced, the stdlib calls it for every set (3.11+)."""
     import fastcopy
