@@ -164,7 +164,26 @@ fc_py_profiling(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (on < 0) {
         return NULL;
     }
+#if FC_FT
+    /* other threads may be reading the hook right now (fc_prof_end takes
+       its reference without a lock): an unchanged hook stays, None only
+       clears the flag, and a replaced one is retired, not released, until
+       the module goes (docs/free-threading.md) */
+    if (hook == Py_None || hook == st->prof_hook) {
+        hook = st->prof_hook != NULL ? st->prof_hook : Py_None;
+    }
+    else if (st->prof_hook != NULL
+             && ((st->retired == NULL && (st->retired = PyList_New(0)) == NULL)
+                 || PyList_Append(st->retired, st->prof_hook) < 0)) {
+        return NULL;
+    }
+    if (hook != st->prof_hook) {
+        Py_XSETREF(st->prof_hook, hook == Py_None ? NULL : Py_NewRef(hook));
+    }
+    on = on && args[0] != Py_None;
+#else
     Py_XSETREF(st->prof_hook, hook == Py_None ? NULL : Py_NewRef(hook));
+#endif
     if (on && st->prof_hook != NULL) {
         st->prof |= FC_PROF_RECORD;
     }

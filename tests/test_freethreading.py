@@ -391,6 +391,32 @@ class SettingsWhileCopying(unittest.TestCase):
         self.assertEqual(errors, [])
         self.assertEqual(fastcopy.configure(), start)
 
+    def test_profiling_started_and_stopped_during_copies(self):
+        # fastcopy.profile() and warn_slow switched on and off while other threads copy:
+        # the recorder hook is read by copies without a lock (profile.c), never freed under them
+        tree = {"a": [Item(i) for i in range(20)], "b": {i: [i, (i,)] for i in range(20)}}
+        ref = copy.deepcopy(tree)
+        start = fastcopy.configure()
+
+        def copier():
+            self.assertEqual(fastcopy.deepcopy(tree), ref)
+            self.assertEqual(fastcopy.copy(tree), tree)
+
+        def toggle(i, stop):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                # a threshold no copy reaches: the warn path is armed, nothing is printed
+                fastcopy.configure(warn_slow=1e3 if n % 2 else None)
+                with fastcopy.profile(patch=False) as prof:
+                    fastcopy.deepcopy(tree)
+                prof.report()
+        try:
+            errors = _run([copier, copier], [toggle])
+        finally:
+            fastcopy.configure(**start)
+        self.assertEqual(errors, [])
+
     def test_stdlib_tables_changed_during_copies(self):
         # copy's and copyreg's tables edited while other threads copy: every copy follows the
         # tables as they were at some moment (the watch and refresh are thread-safe)
