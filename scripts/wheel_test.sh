@@ -38,8 +38,11 @@ if [ ${#pythons[@]} -eq 0 ]; then
     pyroot=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
     for py in "$pyroot"/versions/*/bin/python; do
         [ -x "$py" ] || continue
-        v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2]) if sys.version_info >= (3, 10) and sys.implementation.name == "cpython" else None' 2>/dev/null) || continue
-        [ "$v" = None ] || [ "$v" = "$default_ver" ] && continue
+        # older interpreters print "skip" (not nothing: the test must not depend on print's value)
+        v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2] if sys.version_info >= (3, 10) and sys.implementation.name == "cpython" else "skip")' 2>/dev/null) || continue
+        if [ -z "$v" ] || [ "$v" = skip ] || [ "$v" = "$default_ver" ]; then
+            continue
+        fi
         pythons+=("$py")
     done
 fi

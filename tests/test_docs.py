@@ -8,6 +8,8 @@ import os
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not os.path.isfile(os.path.join(ROOT, "docs", "build.py")):
+    raise unittest.SkipTest("no docs/ here (the suite runs against an installed wheel)")
 
 
 def load_build():
