@@ -33,9 +33,10 @@ class MissingMatplotlib(ImportError):
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend, or :class:`MissingMatplotlib`."""
     try:
-        import matplotlib
+        # optional: mypy (stubtest) must build this module without matplotlib installed too
+        import matplotlib  # type: ignore[import-not-found,unused-ignore]
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise MissingMatplotlib("charts need matplotlib, which is not importable (%s); "
                                 "install it with: %s" % (exc, INSTALL_HINT)) from exc

@@ -205,7 +205,13 @@ def test_stubtest_clean(tmp_path):
         pytest.skip(f"fastcopy not importable: {exc}")
     where = os.path.dirname(os.path.dirname(os.path.abspath(fastcopy.__file__)))
     path = os.pathsep.join(p for p in (where, os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PYTHONPATH=path, MYPYPATH=where)
+    env = dict(os.environ, PYTHONPATH=path)
+    # a checkout's stubs are found through MYPYPATH; an installed wheel's through site-packages,
+    # which mypy refuses to see in MYPYPATH
+    import site
+    installed = {os.path.realpath(p) for p in site.getsitepackages() + [site.getusersitepackages()]}
+    if os.path.realpath(where) not in installed:
+        env["MYPYPATH"] = where
     # run from tmp_path: stubtest keeps mypy's cache in the working directory
     proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--concise", "fastcopy"],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
