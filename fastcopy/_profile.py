@@ -131,8 +131,10 @@ def _warn_slow(f, op, ns, objects, nbytes, hooks):
     # what warnings.warn(w, stacklevel=n) does, with n found by skipping fastcopy's frames
     g = f.f_globals
     registry = g.setdefault("__warningregistry__", {})
+    # no module_globals, as warnings.warn itself passes none: with them the source line is
+    # asked of the module's loader, which raises for code run by `python -c`
     warnings.warn_explicit(w, SlowCopyWarning, f.f_code.co_filename, f.f_lineno,
-                           g.get("__name__", "<string>"), registry, g)
+                           g.get("__name__", "<string>"), registry)
 
 
 def _sync():

@@ -26,11 +26,20 @@ static const FcSetting fc_core_settings[] = {
 static const int fc_ncore_settings =
     (int)(sizeof(fc_core_settings) / sizeof(fc_core_settings[0]));
 
-/* After a core row was set. */
+/* After a core row was set.  warn_slow needs the Python recorder
+   (fastcopy._profile, which fastcopy imports only at first use): it
+   registers itself when imported.  0 | -1+exc */
 static int
 fc_core_apply(FcState *st)
 {
     fc_prof_sync_warn(st);
+    if (st->prof_warn_ns >= 0 && st->prof_hook == NULL) {
+        PyObject *m = PyImport_ImportModule("fastcopy._profile");
+        if (m == NULL) {
+            return -1;
+        }
+        Py_DECREF(m);
+    }
     return 0;
 }
 

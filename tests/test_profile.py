@@ -795,5 +795,30 @@ class TestPytestOption(unittest.TestCase):
         self.assertNotIn("fastcopy profile", p.stdout)
 
 
+
+class TestImportedAtFirstUse(unittest.TestCase):
+    """fastcopy does not import the profiler; warn_slow alone brings it in and warns."""
+
+    def test_lazy_and_warn_slow_alone(self):
+        code = textwrap.dedent("""\
+            import sys, warnings, fastcopy
+            assert "fastcopy._profile" not in sys.modules
+            fastcopy.configure(warn_slow=0)
+            assert "fastcopy._profile" in sys.modules
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                fastcopy.deepcopy([1, [2]])
+            assert [x.category.__name__ for x in w] == ["SlowCopyWarning"], w
+            assert w[0].lineno == 7, w[0].lineno
+            assert fastcopy.SlowCopyWarning is w[0].category
+            from fastcopy import *
+            print("ok", profile.__name__)
+            """)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep
+                                    + os.environ.get("PYTHONPATH", "")), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ok profile", r.stdout)
+
 if __name__ == "__main__":
     unittest.main()
