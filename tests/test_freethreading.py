@@ -20,6 +20,13 @@ import unittest
 
 import fastcopy
 
+try:
+    import pytest
+    thread_unsafe = pytest.mark.thread_unsafe
+except ImportError:        # plain unittest: the marker means nothing there
+    def thread_unsafe(reason=None):
+        return lambda f: f
+
 SECONDS = float(os.environ.get("FASTCOPY_FT_SECONDS", "0.6"))
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 DICT_ERRORS = ("dictionary changed size during iteration",
@@ -366,6 +373,8 @@ class PlansWhileCopying(unittest.TestCase):
         self.assertEqual(errors, [])
 
 
+@thread_unsafe(reason="global state: configure() settings, the profiler, copy's tables; each "
+                      "test runs its own threads and checks the settings it restores")
 class SettingsWhileCopying(unittest.TestCase):
 
     def test_configure_and_trim_during_copies(self):
