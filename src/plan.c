@@ -994,6 +994,24 @@ fc_assign_tag(FcState *st, PyTypeObject *tp)
 #endif
 }
 
+/* tp's and its metaclass's version tags, read after the plan was computed
+   (copyreg._slotnames may have just set __slotnames__ on the class, which
+   resets its tag).  1 (*meta_tag: 0 for `type`) | 0: no tag can be had,
+   the plan is not cached */
+static int
+fc_plan_tags(FcState *st, PyTypeObject *tp, unsigned int *meta_tag)
+{
+    PyTypeObject *meta = Py_TYPE(tp);
+    *meta_tag = 0;
+    if (meta != &PyType_Type) {
+        if (!fc_assign_tag(st, meta)) {
+            return 0;
+        }
+        *meta_tag = fc_type_tag(meta);
+    }
+    return fc_assign_tag(st, tp);
+}
+
 /* The plan for tp: a cached one, or *tmp filled in when tp cannot be
    cached (the caller then releases tmp->slotnames).
    borrowed plan | NULL+exc */
@@ -1040,15 +1058,8 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
         return NULL;
     }
     tmp->type = NULL;
-    PyTypeObject *meta = Py_TYPE(tp);
-    unsigned int meta_tag = 0;
-    if (meta != &PyType_Type) {
-        if (!fc_assign_tag(st, meta)) {
-            return tmp;
-        }
-        meta_tag = fc_type_tag(meta);
-    }
-    if (!fc_assign_tag(st, tp)) {
+    unsigned int meta_tag;
+    if (!fc_plan_tags(st, tp, &meta_tag)) {
         return tmp;
     }
     PyMutex_Lock(&st->plan_lock);
@@ -1081,17 +1092,8 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
         return NULL;
     }
     tmp->type = NULL;
-    /* tags are read after the computation: copyreg._slotnames may have just
-       set __slotnames__ on the class, which resets its tag */
-    PyTypeObject *meta = Py_TYPE(tp);
-    unsigned int meta_tag = 0;
-    if (meta != &PyType_Type) {
-        if (!fc_assign_tag(st, meta)) {
-            return tmp;
-        }
-        meta_tag = fc_type_tag(meta);
-    }
-    if (!fc_assign_tag(st, tp)) {
+    unsigned int meta_tag;
+    if (!fc_plan_tags(st, tp, &meta_tag)) {
         return tmp;
     }
     PyObject *old_type = (PyObject *)p->type, *old_names = p->slotnames;
