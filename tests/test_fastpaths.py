@@ -345,6 +345,7 @@ def test_enum_members():
         assert_equivalent(scenario)
 
 
+@pytest.mark.thread_unsafe(reason="global state: replaces enum.Enum.__deepcopy__")
 def test_enum_deepcopy_replaced_is_called():
     calls = []
 
