@@ -154,6 +154,11 @@ def test_torch_source_changed_by_finalizer(mode):
 
 
 @needs_torch
+@pytest.mark.skipif(sys.version_info >= (3, 12),
+                    reason="needs a collection inside an allocation (3.10/3.11): from 3.12 on "
+                           "finalizers wait for the eval breaker, so the storage cannot shrink "
+                           "between a recorded copy and its flush (found by the 3.12/3.13 wheel runs, "
+                           "the first with torch there)")
 def test_torch_storage_shrunk_before_flush():
     """A finalizer shrinks the storage of a tensor whose copy was recorded: the bytes are
     gone, so the flush raises RuntimeError instead of reading past the storage; the other
