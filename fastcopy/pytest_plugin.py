@@ -75,14 +75,18 @@ class _Session:
         self.we_patched = False
 
 
-def _activate(config):
-    if getattr(config, "_fastcopy_session", None) is not None:
-        return
+def _import_fastcopy(option):
     try:
         import fastcopy
     except ImportError as exc:  # pragma: no cover - broken install
-        raise pytest.UsageError(f"--fastcopy: cannot import fastcopy: {exc}") from exc
-    session = _Session(fastcopy)
+        raise pytest.UsageError(f"{option}: cannot import fastcopy: {exc}") from exc
+    return fastcopy
+
+
+def _activate(config):
+    if getattr(config, "_fastcopy_session", None) is not None:
+        return
+    session = _Session(_import_fastcopy("--fastcopy"))
     session.start()
     config._fastcopy_session = session
 
@@ -97,11 +101,7 @@ def _profile_wanted(config):
 def _start_profile(config):
     if getattr(config, "_fastcopy_profile", None) is not None:
         return
-    try:
-        import fastcopy
-    except ImportError as exc:  # pragma: no cover - broken install
-        raise pytest.UsageError(f"--fastcopy-profile: cannot import fastcopy: {exc}") from exc
-    config._fastcopy_profile = fastcopy.profile().start()
+    config._fastcopy_profile = _import_fastcopy("--fastcopy-profile").profile().start()
 
 
 @pytest.hookimpl(tryfirst=True)

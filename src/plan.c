@@ -1012,6 +1012,20 @@ fc_plan_tags(FcState *st, PyTypeObject *tp, unsigned int *meta_tag)
     return fc_assign_tag(st, tp);
 }
 
+/* A plan for tp computed into *tmp (tmp->type NULL: not in the cache yet),
+   and the tags it would be cached under.  1 cache it | 0 it cannot be
+   cached (no tag) | -1+exc (tmp->slotnames already released) */
+static int
+fc_plan_fresh(FcState *st, PyTypeObject *tp, FcPlan *tmp, unsigned int *meta_tag)
+{
+    if (fc_plan_compute(st, tp, tmp) < 0) {
+        Py_CLEAR(tmp->slotnames);
+        return -1;
+    }
+    tmp->type = NULL;
+    return fc_plan_tags(st, tp, meta_tag);
+}
+
 /* The plan for tp: a cached one, or *tmp filled in when tp cannot be
    cached (the caller then releases tmp->slotnames).
    borrowed plan | NULL+exc */
@@ -1053,14 +1067,10 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
         return tmp;
     }
     uint64_t gen = st->gen;
-    if (fc_plan_compute(st, tp, tmp) < 0) {
-        Py_CLEAR(tmp->slotnames);
-        return NULL;
-    }
-    tmp->type = NULL;
     unsigned int meta_tag;
-    if (!fc_plan_tags(st, tp, &meta_tag)) {
-        return tmp;
+    int r = fc_plan_fresh(st, tp, tmp, &meta_tag);
+    if (r <= 0) {
+        return r < 0 ? NULL : tmp;
     }
     PyMutex_Lock(&st->plan_lock);
     PyObject *old_type = (PyObject *)p->type, *old_names = p->slotnames;
@@ -1087,14 +1097,10 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
     if (FC_LIKELY(fc_plan_valid(st, p, tp))) {
         return p;
     }
-    if (fc_plan_compute(st, tp, tmp) < 0) {
-        Py_CLEAR(tmp->slotnames);
-        return NULL;
-    }
-    tmp->type = NULL;
     unsigned int meta_tag;
-    if (!fc_plan_tags(st, tp, &meta_tag)) {
-        return tmp;
+    int r = fc_plan_fresh(st, tp, tmp, &meta_tag);
+    if (r <= 0) {
+        return r < 0 ? NULL : tmp;
     }
     PyObject *old_type = (PyObject *)p->type, *old_names = p->slotnames;
     *p = *tmp;
