@@ -567,6 +567,67 @@ fc_cow_untrack_after(PyObject *d, PyObject *key, PyObject *value)
     }
 }
 
+/* CPython's dict (3.11 to 3.13 at least: gh-140551) checks only before its
+   lookup that a non-str key is not being inserted into a str-only keys
+   table.  If the key's __eq__ empties the dict meanwhile -- clear() installs
+   the shared empty table, which is str-only; update() of an empty dict
+   clones a str-only argument's table -- the key is stored without its hash,
+   and can be neither found nor compared again: plain dict ends up with
+   duplicate keys, and reading that hash reads past the key object.  A
+   nested write of a busy handle (I4: an outer write, of this thread or on
+   free-threaded builds another, may be mid-lookup) therefore never gives the
+   table a str-only keys table: the two helpers below.  A general table
+   stays general through resizes and deletions. */
+
+/* 0 | -1+exc: empty d as dict.clear() does, keeping its keys table.  The
+   items are held until d is empty, so that finalizers of the values run
+   afterwards (as dict.clear() runs them), and popitem() removes entries
+   without a lookup (no __eq__ runs). */
+static int
+fc_cow_clear_keeping_table(PyObject *d)
+{
+    PyObject *items = PyDict_Items(d);
+    if (items == NULL) {
+        return -1;
+    }
+    while (PyDict_GET_SIZE(d) > 0) {
+        PyObject *r = PyObject_CallMethod(d, "popitem", NULL);
+        if (r == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+                Py_DECREF(items);
+                return -1;
+            }
+            PyErr_Clear();   /* emptied by another thread meanwhile */
+            continue;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(items);
+    return 0;
+}
+
+/* 0 | -1+exc: d.update(src) for an exact dict src whose keys are all exact
+   str, inserting item by item so that an empty d does not clone src's
+   str-only table.  Exact str keys run no Python code when hashed or
+   compared, so src cannot change during the loop on GIL builds (the
+   snapshot matters only on free-threaded ones) and this is dict.update. */
+static int
+fc_cow_update_keeping_table(PyObject *d, PyObject *src)
+{
+    PyObject *items = PyDict_Items(src);
+    Py_ssize_t i;
+    int rc = 0;
+    if (items == NULL) {
+        return -1;
+    }
+    for (i = 0; rc == 0 && i < PyList_GET_SIZE(items); i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        rc = PyDict_SetItem(d, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1));
+    }
+    Py_DECREF(items);
+    return rc;
+}
+
 /* 0 | -1+exc: self[key] = value. */
 static int
 fc_cow_store(FcCowDict *self, PyObject *key, PyObject *value)
@@ -798,11 +859,21 @@ fc_cow_clear(FcCowDict *self)
         return 0;
     }
     if (self->busy || FC_COW_UNIQUE((PyObject *)self->tab)) {
+        int nested = self->busy > 0, rc = 0;
         FcCowTable *t = (FcCowTable *)Py_NewRef(self->tab);
         self->busy++;
-        PyDict_Clear(t->dict);
+        if (nested) {
+            rc = fc_cow_clear_keeping_table(t->dict);
+        }
+        else {
+            PyDict_Clear(t->dict);
+        }
         self->busy--;
         Py_DECREF(t);
+        if (rc < 0) {
+            fc_cow_recount(self);
+            return -1;
+        }
     }
     else {
         FcCowTable *n = fc_cow_table_new(self->types, PyDict_New());
@@ -889,7 +960,7 @@ static int
 fc_cow_merge_dict(FcCowDict *self, PyObject *src)
 {
     Py_ssize_t pos = 0, nv = 0, dec = 0;
-    int km = 0, odd = 0, rc;
+    int km = 0, odd = 0, allstr = 1, rc;
     uint32_t seq;
     PyObject *k, *v;
     FcCowTable *t;
@@ -909,6 +980,7 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
         nv += fc_cow_needs(v);
         km |= fc_cow_needs(k);
         odd |= !plain;
+        allstr &= PyUnicode_CheckExact(k);
         if (plain && self->nmut > 0 && !self->keys_odd) {
             Py_hash_t h = fc_cow_hash(k);
             PyObject *o = h == -1 ? NULL : FC_COW_GETH(t->dict, k, h);
@@ -921,7 +993,13 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
         }
     }
     self->busy++;
-    rc = PyDict_Update(t->dict, src);
+    if (self->busy > 1 && allstr && PyDict_GET_SIZE(t->dict) == 0) {
+        /* a nested update of an emptied table: see fc_cow_update_keeping_table */
+        rc = fc_cow_update_keeping_table(t->dict, src);
+    }
+    else {
+        rc = PyDict_Update(t->dict, src);
+    }
     self->busy--;
     fc_cow_untrack(t->dict);
     if (rc == 0 && self->wseq == seq) {

@@ -616,6 +616,56 @@ print("OK")
 ''')
 
 
+    def test_eq_empties_the_table_mid_insert(self):
+        # CPython's dict (gh-140551, 3.11-3.13 here): a non-str key whose
+        # __eq__ clears the dict, or empties it and updates it from a
+        # str-keyed dict, during its own insertion is stored in a str-only
+        # table without its hash: dict then holds duplicate keys and cannot
+        # find the key.  The cowdict's table stays general (a nested write
+        # of a busy handle never installs a str-only one): always
+        # consistent, and as dict would be if it had no such bug.
+        self.run_child(r'''
+class K:
+    def __init__(s, m, v, act): s.m, s.v, s.armed, s.act = m, v, True, act
+    def __hash__(s): return hash(s.v)
+    def __eq__(s, o):
+        if s.armed:
+            s.armed = False
+            s.act(s.m)
+        return s.v == (o.v if isinstance(o, K) else o)
+def clear(m): m.clear()
+def clear_str(m): m.clear(); m["a"] = 1
+def pop_all_update(m):
+    for k in list(m): m.pop(k)
+    m.update({"a": 1, "b": 2})
+def clear_update(m): m.clear(); m.update({"a": 1, "b": 2})
+def clear_update_kw(m): m.clear(); m.update(a=1, b=2)
+def clear_update_cow(m): m.clear(); m.update(cowdict({"a": 1, "b": 2}))
+acts = [clear, clear_str, pop_all_update, clear_update, clear_update_kw, clear_update_cow]
+for act in acts:
+    for op in ("setitem", "setdefault", "update", "update_dict"):
+        for shared in (False, True):
+            m = cowdict({16: 1, 5: 2})
+            keep = m.copy() if shared else None
+            k = K(m, 16, act)
+            if op == "setitem": m[k] = "x"
+            elif op == "setdefault": m.setdefault(k, "x")
+            elif op == "update": m.update([(k, "x")])
+            else: m.update({k: "x"})
+            case = (act.__name__, op, shared)
+            assert k in m and m[k] == "x", case
+            assert all(x in m for x in list(m)), case
+            m[16] = "y"
+            assert m[k] == "y" and len([x for x in m if x == 16]) == 1, case
+            want = {"clear": 1, "clear_str": 2}.get(act.__name__, 3)
+            assert len(m) == len(list(m)) == want, (case, list(m))
+            assert repr(m.copy()) == repr(m) and dict(m.items()) == dict(m), case
+            if keep is not None:
+                assert dict(keep) == {16: 1, 5: 2}, case
+print("OK")
+''')
+
+
 # --------------------------------------------------------------------------
 # Threads: copiers and writers against users of re-entrant keys
 # --------------------------------------------------------------------------
