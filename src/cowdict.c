@@ -444,14 +444,23 @@ fc_cow_quiet(FcCowDict *self, PyObject *key)
     return !self->keys_odd && fc_cow_plain(key);
 }
 
-/* Recount I3 over the whole table. */
+/* Recount I3 over the whole table.  The scan runs under the dict's own lock
+   on free-threaded builds: there the handle's lock does not keep other
+   threads out of the table.  A thread blocked in a key's __eq__ in the
+   middle of a dict write resumes holding only its innermost critical
+   section -- the dict's -- and takes the handle's again when the dict call
+   ends, so a write of another thread can be under way inside the table
+   while this handle's lock is held.  Such a write (busy) adds its own value
+   to nmut when it ends: the figures of a scan that may have missed it only
+   ever raise them then (I3 stays an upper bound). */
 static void
 fc_cow_recount(FcCowDict *self)
 {
     Py_ssize_t pos = 0, n = 0;
     int km = 0, odd = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(FC_COW_DICT(self), &pos, &k, &v)) {
+    PyObject *k, *v, *d = Py_NewRef(FC_COW_DICT(self));
+    FC_CS_BEGIN(d);
+    while (PyDict_Next(d, &pos, &k, &v)) {
         n += fc_cow_needs(v);
         if (!km) {
             km = fc_cow_needs(k);
@@ -460,9 +469,42 @@ fc_cow_recount(FcCowDict *self)
             odd = !fc_cow_plain(k);
         }
     }
+    FC_CS_END();
+#if FC_FT
+    if (FC_COW_DICT(self) != d) {
+        /* replaced meanwhile: the new table's figures came with it */
+        Py_DECREF(d);
+        return;
+    }
+    if (self->busy > 0) {
+        self->nmut = self->nmut > n ? self->nmut : n;
+        self->keys_mut |= (int16_t)km;
+        self->keys_odd |= (int16_t)odd;
+        Py_DECREF(d);
+        return;
+    }
+#endif
     self->nmut = n;
     self->keys_mut = (int16_t)km;
     self->keys_odd = (int16_t)odd;
+    Py_DECREF(d);
+}
+
+/* 1 (*k, *v new references) | 0 (the end): PyDict_Next over a table that
+   user code may change between steps, under the dict's own lock on
+   free-threaded builds (see fc_cow_recount). */
+FC_INLINE int
+fc_cow_next(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v)
+{
+    int r;
+    FC_CS_BEGIN(d);
+    r = PyDict_Next(d, pos, k, v);
+    if (r) {
+        Py_INCREF(*k);
+        Py_INCREF(*v);
+    }
+    FC_CS_END();
+    return r;
 }
 
 /* Record key as a key of self's table (after a write that may insert it). */
@@ -484,6 +526,21 @@ fc_cow_note_key(FcCowDict *self, PyObject *key)
 /* Ownership and the write primitives                                  */
 /* ------------------------------------------------------------------ */
 
+/* new ref | NULL+exc: a copy of a table's dict.  On free-threaded builds
+   PyDict_Copy is one atomic step under the dict's lock, and fc_dict_copy's
+   version check (for 3.10/3.11's collections inside the copy, and for its
+   callers' tags) would only make a copier retry, perhaps for long, while
+   other threads keep writing the table. */
+FC_INLINE PyObject *
+fc_cow_dict_copy(PyObject *d)
+{
+#if FC_FT
+    return PyDict_Copy(d);
+#else
+    return fc_dict_copy(d);
+#endif
+}
+
 /* 0 | -1+exc: make self the unique owner of its table (copy if shared). */
 static int
 fc_cow_own(FcCowDict *self)
@@ -491,7 +548,7 @@ fc_cow_own(FcCowDict *self)
     while (!self->busy && !FC_COW_UNIQUE((PyObject *)self->tab)) {
         FcCowTable *t = (FcCowTable *)Py_NewRef(self->tab);
         /* both calls allocate: a finalizer may replace self->tab meanwhile */
-        FcCowTable *n = fc_cow_table_new(self->types, fc_dict_copy(t->dict));
+        FcCowTable *n = fc_cow_table_new(self->types, fc_cow_dict_copy(t->dict));
         if (n == NULL) {
             Py_DECREF(t);
             return -1;
@@ -919,7 +976,7 @@ static FcCowTable *
 fc_cow_table_copy(FcCowDict *self)
 {
     PyObject *d = Py_NewRef(FC_COW_DICT(self));
-    FcCowTable *t = fc_cow_table_new(self->types, fc_dict_copy(d));
+    FcCowTable *t = fc_cow_table_new(self->types, fc_cow_dict_copy(d));
     Py_DECREF(d);
     return t;
 }
@@ -960,30 +1017,34 @@ static int
 fc_cow_merge_dict(FcCowDict *self, PyObject *src)
 {
     Py_ssize_t pos = 0, nv = 0, dec = 0;
-    int km = 0, odd = 0, allstr = 1, rc;
+    int km = 0, odd = 0, allstr = 1, quiet, rc;
     uint32_t seq;
-    PyObject *k, *v;
+    PyObject *k, *v, *cur;
     FcCowTable *t;
 
     if (PyDict_GET_SIZE(src) == 0 || src == FC_COW_DICT(self)) {
         return 0;
     }
     seq = ++self->wseq;
-    if (fc_cow_own(self) < 0) {
-        return -1;
-    }
-    t = (FcCowTable *)Py_NewRef(self->tab);
     /* The figures first, while no Python code can run: reading src, and the
-       old values of plain keys in an all-plain table (invisible lookups). */
+       old values of plain keys in an all-plain table (invisible lookups,
+       made before the table is owned: a copy has the same values).  src is
+       locked for the scan on free-threaded builds (another thread may write
+       to a caller's dict: PyDict_Next alone is not safe); taking the lock
+       may wait, which lets other threads in, so it comes before the table
+       is owned -- between fc_cow_own() and busy++ nothing may wait. */
+    cur = Py_NewRef(FC_COW_DICT(self));
+    quiet = self->nmut > 0 && !self->keys_odd;
+    FC_CS_BEGIN(src);
     while (PyDict_Next(src, &pos, &k, &v)) {
         int plain = fc_cow_plain(k);
         nv += fc_cow_needs(v);
         km |= fc_cow_needs(k);
         odd |= !plain;
         allstr &= PyUnicode_CheckExact(k);
-        if (plain && self->nmut > 0 && !self->keys_odd) {
+        if (plain && quiet) {
             Py_hash_t h = fc_cow_hash(k);
-            PyObject *o = h == -1 ? NULL : FC_COW_GETH(t->dict, k, h);
+            PyObject *o = h == -1 ? NULL : FC_COW_GETH(cur, k, h);
             if (o != NULL) {
                 dec += fc_cow_needs(o);
             }
@@ -992,6 +1053,12 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
             }
         }
     }
+    FC_CS_END();
+    Py_DECREF(cur);
+    if (fc_cow_own(self) < 0) {
+        return -1;
+    }
+    t = (FcCowTable *)Py_NewRef(self->tab);
     self->busy++;
     if (self->busy > 1 && allstr && PyDict_GET_SIZE(t->dict) == 0) {
         /* a nested update of an emptied table: see fc_cow_update_keeping_table */
@@ -1002,7 +1069,7 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
     }
     self->busy--;
     fc_cow_untrack(t->dict);
-    if (rc == 0 && self->wseq == seq) {
+    if (rc == 0 && self->wseq == seq && (!FC_FT || self->busy == 0)) {
         self->nmut += nv - dec;
         self->keys_mut |= (int16_t)km;
         self->keys_odd |= (int16_t)odd;
@@ -1023,7 +1090,7 @@ fc_cow_update_arg(FcCowDict *self, PyObject *arg)
 
     if (FC_COW_CHECK(arg)) {
         FcCowDict *o = (FcCowDict *)arg;
-        PyObject *src = NULL;
+        PyObject *src = NULL, *hold = NULL;
         FcCowTable *old = NULL;
         if (o == self) {
             return 0;
@@ -1040,16 +1107,27 @@ fc_cow_update_arg(FcCowDict *self, PyObject *arg)
             self->keys_mut = o->keys_mut;
             self->keys_odd = o->keys_odd;
         }
+        else if (o->busy) {
+            /* a write of o is half done (I4): merge a snapshot */
+            src = hold = fc_cow_dict_copy(FC_COW_DICT(o));   /* NULL: error */
+        }
         else {
-            src = Py_NewRef(FC_COW_DICT(o));
+            /* o's table, held through its holder: o's own writes then copy
+               it first (I2) instead of changing it under the merge, which
+               on free-threaded builds runs after o's lock is released */
+            hold = Py_NewRef(o->tab);
+            src = ((FcCowTable *)hold)->dict;
         }
         FC_CS_END();
         if (src == NULL) {
+            if (old == NULL) {
+                return -1;
+            }
             Py_DECREF(old);
             return 0;
         }
         rc = fc_cow_merge_dict(self, src);
-        Py_DECREF(src);
+        Py_DECREF(hold);
         return rc;
     }
     if (PyDict_CheckExact(arg)) {
@@ -1210,29 +1288,52 @@ fc_cow_iter_item(int kind, PyObject *k, PyObject *v)
     }
 }
 
+/* A step of an iterator: the handle's fields are read first, under the
+   handle's lock, and the table is then read under the dict's own lock on
+   free-threaded builds (see fc_cow_recount).  Taking that lock may wait;
+   the thread then holds only the dict's lock until it is released, so
+   nothing between the two touches the handle, and the item is held before
+   the lock is released.  If the handle's table was replaced meanwhile, the
+   step reads the table it started with (the items and order a replacement
+   keeps, I5); the next step finds its place in the new one. */
+
 /* new ref | NULL (+exc, or exhausted) */
 static PyObject *
 cowiter_tp_iternext(PyObject *self)
 {
     FcCowIter *it = (FcCowIter *)self;
     FcCowDict *cd = it->cd;
-    PyObject *t, *k, *v;
+    PyObject *t, *k = NULL, *v = NULL, *r;
+    Py_ssize_t pos, count = it->count;
+    uint32_t gen;
+    int refind, found;
 
     if (cd == NULL || !fc_cow_iter_check(it)) {
         return NULL;
     }
-    t = FC_COW_DICT(cd);
-    if (it->gen != cd->gen) {
+    t = Py_NewRef(FC_COW_DICT(cd));
+    gen = cd->gen;
+    refind = it->gen != gen;
+    pos = refind ? 0 : it->pos;
+    FC_CS_BEGIN(t);
+    if (refind) {
         /* I5: same items in the same order; find our place again. */
-        it->pos = 0;
-        for (Py_ssize_t i = 0; i < it->count; i++) {
-            if (!PyDict_Next(t, &it->pos, NULL, NULL)) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (!PyDict_Next(t, &pos, NULL, NULL)) {
                 break;
             }
         }
-        it->gen = cd->gen;
     }
-    if (!PyDict_Next(t, &it->pos, &k, &v)) {
+    found = PyDict_Next(t, &pos, &k, &v);
+    if (found) {
+        Py_INCREF(k);
+        Py_INCREF(v);
+    }
+    FC_CS_END();
+    Py_DECREF(t);
+    it->pos = pos;
+    it->gen = gen;
+    if (!found) {
         fc_cow_iter_done(it);
         return NULL;
     }
@@ -1240,10 +1341,15 @@ cowiter_tp_iternext(PyObject *self)
         PyErr_SetString(PyExc_RuntimeError,
                         "dictionary keys changed during iteration");
         fc_cow_iter_done(it);
-        return NULL;
+        r = NULL;
     }
-    it->count++;
-    return fc_cow_iter_item(it->kind, k, v);
+    else {
+        it->count++;
+        r = fc_cow_iter_item(it->kind, k, v);
+    }
+    Py_DECREF(k);
+    Py_DECREF(v);
+    return r;
 }
 
 /* The entry index of the last item of d stored before entry index j
@@ -1315,34 +1421,50 @@ fc_cow_prev(PyObject *d, Py_ssize_t j, PyObject **kp, PyObject **vp)
 }
 
 /* new ref | NULL (+exc, or exhausted) */
+/* new ref | NULL (+exc, or exhausted); see cowiter_tp_iternext */
 static PyObject *
 cowreviter_tp_iternext(PyObject *self)
 {
     FcCowIter *it = (FcCowIter *)self;
     FcCowDict *cd = it->cd;
-    PyObject *t, *k = NULL, *v = NULL;
-    Py_ssize_t e;
+    PyObject *t, *k = NULL, *v = NULL, *r;
+    Py_ssize_t e, pos, count = it->count;
+    uint32_t gen;
+    int refind;
 
     if (cd == NULL || !fc_cow_iter_check(it)) {
         return NULL;
     }
-    t = FC_COW_DICT(cd);
-    if (it->gen != cd->gen) {
+    t = Py_NewRef(FC_COW_DICT(cd));
+    gen = cd->gen;
+    refind = it->gen != gen;
+    pos = refind ? PY_SSIZE_T_MAX : it->pos;
+    FC_CS_BEGIN(t);
+    if (refind) {
         /* I5: find our place again, count items from the end */
-        it->pos = PY_SSIZE_T_MAX;
-        for (Py_ssize_t i = 0; i < it->count && it->pos >= 0; i++) {
-            it->pos = fc_cow_prev(t, it->pos, &k, &v);
+        for (Py_ssize_t i = 0; i < count && pos >= 0; i++) {
+            pos = fc_cow_prev(t, pos, &k, &v);
         }
-        it->gen = cd->gen;
     }
-    e = it->pos < 0 ? -1 : fc_cow_prev(t, it->pos, &k, &v);
+    e = pos < 0 ? -1 : fc_cow_prev(t, pos, &k, &v);
+    if (e >= 0) {
+        Py_INCREF(k);
+        Py_INCREF(v);
+    }
+    FC_CS_END();
+    Py_DECREF(t);
+    it->gen = gen;
     if (e < 0) {
+        it->pos = pos;
         fc_cow_iter_done(it);
         return NULL;
     }
     it->pos = e;
     it->count++;
-    return fc_cow_iter_item(it->kind, k, v);
+    r = fc_cow_iter_item(it->kind, k, v);
+    Py_DECREF(k);
+    Py_DECREF(v);
+    return r;
 }
 
 static PyObject *
@@ -2024,7 +2146,7 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
     PyObject *copymod = NULL, *deep = NULL, *id = NULL, *d;
     FcCowTable *t = NULL;
     PyObject *key = NULL, *val = NULL, *k2 = NULL, *v2 = NULL;
-    PyObject *own_memo = NULL, *k, *v;
+    PyObject *own_memo = NULL;
     FcCowDict *res = NULL;
     Py_ssize_t pos = 0, used, nmut = 0;
     uint32_t seq = self->wseq;
@@ -2049,7 +2171,7 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
     d = t->dict;
     res = fc_cow_alloc(Py_TYPE(self), self->types,
                        fc_cow_table_new(self->types,
-                                        rebuild ? PyDict_New() : fc_dict_copy(d)));
+                                        rebuild ? PyDict_New() : fc_cow_dict_copy(d)));
     if (res == NULL) {
         goto error;
     }
@@ -2062,15 +2184,15 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
         goto error;
     }
     used = PyDict_GET_SIZE(d);
-    while (PyDict_Next(d, &pos, &k, &v)) {
-        int nk = fc_cow_needs(k), nv = fc_cow_needs(v);
+    while (fc_cow_next(d, &pos, &key, &val)) {
+        int nk = fc_cow_needs(key), nv = fc_cow_needs(val);
         nmut += nv;
         km |= nk;
         if (!rebuild && !nv) {
+            Py_CLEAR(key);
+            Py_CLEAR(val);
             continue;
         }
-        key = Py_NewRef(k);
-        val = Py_NewRef(v);
         /* the stdlib copies the value before the key */
         v2 = nv ? PyObject_CallFunctionObjArgs(deep, val, memo, NULL)
                 : Py_NewRef(val);

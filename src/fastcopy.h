@@ -214,7 +214,12 @@ fc_dict_version(PyObject *d)
 #    pragma GCC diagnostic push
 #    pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #  endif
+#  if FC_FT
+    /* read while another thread may write d: the callers compare tags */
+    return _Py_atomic_load_uint64_relaxed(&((PyDictObject *)d)->ma_version_tag);
+#  else
     return ((PyDictObject *)d)->ma_version_tag;
+#  endif
 #  if defined(__GNUC__) || defined(__clang__)
 #    pragma GCC diagnostic pop
 #  endif
