@@ -138,6 +138,35 @@ PyAPI_FUNC(int) _PyDict_DelItem_KnownHash(PyObject *mp, PyObject *key,
 #  define FC_COW_DELH(d, k, h) ((void)(h), PyDict_DelItem((d), (k)))
 #endif
 
+/* 1 (*res: a new reference) | 0 missing (*res NULL) | -1+exc: d[key] with
+   key's hash h.  dict's known-hash lookup returns a borrowed value: safe on
+   GIL builds, where nothing runs between its return and our incref.  On
+   free-threaded builds another thread may be inside the table then (see
+   fc_cow_recount) and free the value first, so the value is taken as a new
+   reference under the dict's lock. */
+#if FC_FT && FC_COW_KNOWN_HASH
+PyAPI_FUNC(int) _PyDict_GetItemRef_KnownHash_LockHeld(PyDictObject *op, PyObject *key,
+                                                      Py_hash_t hash, PyObject **result);
+#endif
+FC_INLINE int
+fc_cow_getref(PyObject *d, PyObject *key, Py_hash_t h, PyObject **res)
+{
+#if FC_FT && FC_COW_KNOWN_HASH
+    int r;
+    FC_CS_BEGIN(d);
+    r = _PyDict_GetItemRef_KnownHash_LockHeld((PyDictObject *)d, key, h, res);
+    FC_CS_END();
+    return r;
+#elif FC_FT
+    (void)h;
+    return PyDict_GetItemRef(d, key, res);
+#else
+    PyObject *v = FC_COW_GETH(d, key, h);
+    *res = Py_XNewRef(v);
+    return v != NULL ? 1 : (PyErr_Occurred() ? -1 : 0);
+#endif
+}
+
 /* hash(key), with a str's cached hash read inline (the hot path: dict's
    own lookups do the same). */
 FC_INLINE Py_hash_t
@@ -535,7 +564,7 @@ FC_INLINE PyObject *
 fc_cow_dict_copy(PyObject *d)
 {
 #if FC_FT
-    return PyDict_Copy(d);
+    return PyDict_Copy(d);   /* lint: own container (3.13t: no collection in allocations) */
 #else
     return fc_dict_copy(d);
 #endif
@@ -601,15 +630,12 @@ fc_cow_lookup(FcCowDict *self, PyObject *key, PyObject **res)
         return -1;
     }
     d = Py_NewRef(FC_COW_DICT(self));
-    v = FC_COW_GETH(d, key, h);
-    if (v == NULL) {
-        r = PyErr_Occurred() ? -1 : 0;
+    r = fc_cow_getref(d, key, h, &v);
+    if (r > 0 && res != NULL) {
+        *res = v;
     }
     else {
-        r = 1;
-        if (res != NULL) {
-            *res = Py_NewRef(v);
-        }
+        Py_XDECREF(v);
     }
     Py_DECREF(d);
     return r;
@@ -702,8 +728,7 @@ fc_cow_store(FcCowDict *self, PyObject *key, PyObject *value)
     seq = ++self->wseq;
     if ((self->nmut > 0 || nv) && fc_cow_quiet(self, key)) {
         /* invisible lookup of the value we replace (I3 stays exact) */
-        old = Py_XNewRef(FC_COW_GETH(FC_COW_DICT(self), key, h));
-        if (old == NULL && PyErr_Occurred()) {
+        if (fc_cow_getref(FC_COW_DICT(self), key, h, &old) < 0) {
             return -1;
         }
         exact = 1;
@@ -834,8 +859,7 @@ fc_cow_del(FcCowDict *self, PyObject *key)
     seq = ++self->wseq;
     if (fc_cow_quiet(self, key)) {
         /* invisible lookup: a missing key does not cost a copy */
-        old = Py_XNewRef(FC_COW_GETH(FC_COW_DICT(self), key, h));
-        if (old == NULL) {
+        if (fc_cow_getref(FC_COW_DICT(self), key, h, &old) <= 0) {
             if (!PyErr_Occurred()) {
                 fc_cow_set_keyerror(key);
             }
@@ -876,11 +900,11 @@ fc_cow_setdefault(FcCowDict *self, PyObject *key, PyObject *dflt)
         if (h == -1) {
             return NULL;
         }
-        r = FC_COW_GETH(FC_COW_DICT(self), key, h);
-        if (r != NULL) {
-            return Py_NewRef(r);
+        int found = fc_cow_getref(FC_COW_DICT(self), key, h, &r);
+        if (found > 0) {
+            return r;
         }
-        if (PyErr_Occurred() || fc_cow_store(self, key, dflt) < 0) {
+        if (found < 0 || fc_cow_store(self, key, dflt) < 0) {
             return NULL;
         }
         return Py_NewRef(dflt);
@@ -893,7 +917,14 @@ fc_cow_setdefault(FcCowDict *self, PyObject *key, PyObject *dflt)
     t = (FcCowTable *)Py_NewRef(self->tab);
     n0 = PyDict_GET_SIZE(t->dict);
     self->busy++;
+#if FC_PY313_PLUS
+    /* a new reference (the borrowed one may be freed by another thread) */
+    if (PyDict_SetDefaultRef(t->dict, key, dflt, &r) < 0) {
+        r = NULL;
+    }
+#else
     r = Py_XNewRef(PyDict_SetDefault(t->dict, key, dflt));
+#endif
     self->busy--;
     fc_cow_untrack_after(t->dict, key, dflt);
     if (r != NULL && self->wseq == seq && PyDict_GET_SIZE(t->dict) == n0 + 1) {
@@ -1044,9 +1075,10 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
         allstr &= PyUnicode_CheckExact(k);
         if (plain && quiet) {
             Py_hash_t h = fc_cow_hash(k);
-            PyObject *o = h == -1 ? NULL : FC_COW_GETH(cur, k, h);
-            if (o != NULL) {
+            PyObject *o = NULL;
+            if (h != -1 && fc_cow_getref(cur, k, h, &o) > 0) {
                 dec += fc_cow_needs(o);
+                Py_DECREF(o);
             }
             else if (PyErr_Occurred()) {
                 PyErr_Clear();   /* cannot happen for plain keys */
