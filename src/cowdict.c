@@ -1358,8 +1358,8 @@ cowiter_tp_iternext(PyObject *self)
     }
     found = PyDict_Next(t, &pos, &k, &v);
     if (found) {
-        Py_INCREF(k);
-        Py_INCREF(v);
+        FC_FT_INCREF(k);   /* GIL builds: nothing runs before the item holds them */
+        FC_FT_INCREF(v);
     }
     FC_CS_END();
     Py_DECREF(t);
@@ -1379,8 +1379,10 @@ cowiter_tp_iternext(PyObject *self)
         it->count++;
         r = fc_cow_iter_item(it->kind, k, v);
     }
+#if FC_FT
     Py_DECREF(k);
     Py_DECREF(v);
+#endif
     return r;
 }
 
@@ -1480,8 +1482,8 @@ cowreviter_tp_iternext(PyObject *self)
     }
     e = pos < 0 ? -1 : fc_cow_prev(t, pos, &k, &v);
     if (e >= 0) {
-        Py_INCREF(k);
-        Py_INCREF(v);
+        FC_FT_INCREF(k);
+        FC_FT_INCREF(v);
     }
     FC_CS_END();
     Py_DECREF(t);
@@ -1494,8 +1496,10 @@ cowreviter_tp_iternext(PyObject *self)
     it->pos = e;
     it->count++;
     r = fc_cow_iter_item(it->kind, k, v);
+#if FC_FT
     Py_DECREF(k);
     Py_DECREF(v);
+#endif
     return r;
 }
 
