@@ -502,20 +502,19 @@ fc_cow_recount(FcCowDict *self)
 #if FC_FT
     if (FC_COW_DICT(self) != d) {
         /* replaced meanwhile: the new table's figures came with it */
-        Py_DECREF(d);
-        return;
     }
-    if (self->busy > 0) {
+    else if (self->busy > 0) {
         self->nmut = self->nmut > n ? self->nmut : n;
         self->keys_mut |= (int16_t)km;
         self->keys_odd |= (int16_t)odd;
-        Py_DECREF(d);
-        return;
     }
+    else
 #endif
-    self->nmut = n;
-    self->keys_mut = (int16_t)km;
-    self->keys_odd = (int16_t)odd;
+    {
+        self->nmut = n;
+        self->keys_mut = (int16_t)km;
+        self->keys_odd = (int16_t)odd;
+    }
     Py_DECREF(d);
 }
 
@@ -1379,10 +1378,8 @@ cowiter_tp_iternext(PyObject *self)
         it->count++;
         r = fc_cow_iter_item(it->kind, k, v);
     }
-#if FC_FT
-    Py_DECREF(k);
-    Py_DECREF(v);
-#endif
+    FC_FT_DECREF(k);
+    FC_FT_DECREF(v);
     return r;
 }
 
@@ -1454,7 +1451,6 @@ fc_cow_prev(PyObject *d, Py_ssize_t j, PyObject **kp, PyObject **vp)
     return lo;
 }
 
-/* new ref | NULL (+exc, or exhausted) */
 /* new ref | NULL (+exc, or exhausted); see cowiter_tp_iternext */
 static PyObject *
 cowreviter_tp_iternext(PyObject *self)
@@ -1496,10 +1492,8 @@ cowreviter_tp_iternext(PyObject *self)
     it->pos = e;
     it->count++;
     r = fc_cow_iter_item(it->kind, k, v);
-#if FC_FT
-    Py_DECREF(k);
-    Py_DECREF(v);
-#endif
+    FC_FT_DECREF(k);
+    FC_FT_DECREF(v);
     return r;
 }
 

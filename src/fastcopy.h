@@ -559,12 +559,14 @@ typedef struct FcCtx {
 } FcCtx;
 
 /* Free-threaded builds: FC_FT_INCREF(o) inside the critical section that
-   read o from a container other threads may change, then FC_FT_PIN2(c, a,
-   b) after it hands those references to the call, which keeps them until
+   read o from a container other threads may change (FC_FT_DECREF(o) once
+   done with it), or FC_FT_PIN2(c, a, b) after it hands those references to
+   the call, which keeps them until
    its next pin or its end (so the borrowed a and b stay usable meanwhile).
    Nothing on GIL builds. */
 #if FC_FT
 #  define FC_FT_INCREF(o) Py_XINCREF(o)
+#  define FC_FT_DECREF(o) Py_XDECREF(o)
 #  define FC_FT_PIN2(c, a, b) do {                                      \
         PyObject *fc_old0_ = (c)->pin[0], *fc_old1_ = (c)->pin[1];      \
         (c)->pin[0] = (a);                                              \
@@ -574,6 +576,7 @@ typedef struct FcCtx {
     } while (0)
 #else
 #  define FC_FT_INCREF(o) ((void)0)
+#  define FC_FT_DECREF(o) ((void)0)
 #  define FC_FT_PIN2(c, a, b) ((void)0)
 #endif
 
