@@ -115,7 +115,7 @@ fc_copy_plain(FcState *st, PyObject *x, FcPlan *p)
     PyObject *y = tp->tp_new(tp, st->empty_tuple, NULL);
     if (y != NULL && state != Py_None) {
         int known = tag != 0 && fc_type_tag(tp) == tag;
-        if (fc_apply_state(st, y, state, known) < 0) {
+        if (fc_apply_state(st, y, state, known ? FC_STATE_NO_SETSTATE : 0) < 0) {
             Py_CLEAR(y);
         }
     }

@@ -83,6 +83,8 @@ struct FcRecon {
     Py_ssize_t i;
     PyTypeObject *ptype;    /* FP_PLAIN: the planned type and its tag, to */
     unsigned int ptag;      /*   skip hasattr(y, "__setstate__") safely */
+    unsigned int shows;     /* fresh: c->shows when y was made */
+    int fresh;              /* y made by object.__new__ with the memo native */
 };
 
 /* Is x copied as itself by deepcopy, with no memo involved? (native mode) */
@@ -620,7 +622,12 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             int user = !(no_setstate && PyDict_CheckExact(res));
             int rc = user ? fc_before_user_code(c, 0) : 0;
             if (rc == 0) {
-                rc = fc_apply_state(st, f->y, res, no_setstate);
+                /* a memo shown since y was made can have handed y to a hook */
+                int fresh = r->fresh && c->mode == FC_MEMO_NATIVE
+                            && c->shows == r->shows;
+                int flags = (no_setstate ? FC_STATE_NO_SETSTATE : 0)
+                            | (fresh ? FC_STATE_FRESH : 0);
+                rc = fc_apply_state(st, f->y, res, flags);
             }
             if (rc == 0 && user) {
                 rc = fc_after_user_code(c);
@@ -876,6 +883,8 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
         FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
         rc->ptype = tp;
         rc->ptag = tag;
+        rc->fresh = 1;
+        rc->shows = c->shows;
     }
     return res;
 }
@@ -1318,6 +1327,15 @@ fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
     /* the version of the snapshot: if a finalizer changes x after it, the
        first resume demotes */
+#if FC_FT
+    /* A split table (an instance's __dict__) is copied the ordinary way,
+       into a table of its own as _deepcopy_dict builds one: x.copy() would
+       share the class's keys, whose reference count every thread copying
+       such instances writes (a hint: read without x's lock). */
+    if (_Py_atomic_load_ptr_relaxed(&((PyDictObject *)x)->ma_values) != NULL) {
+        return fc_push_dict(c, x, _PyDict_NewPresized(PyDict_GET_SIZE(x)), 0, 0);
+    }
+#endif
     uint64_t ver;
     PyObject *y = fc_dict_copy_ver(x, &ver);
     return fc_push_dict(c, x, y, 1, ver);
@@ -1729,6 +1747,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->lender = NULL;
     c->lent = 0;
     c->shown = 0;
+    c->shows = 0;
     c->shown_next = NULL;
 #ifndef Py_GIL_DISABLED
     c->native.spare = &st->spare;

@@ -539,6 +539,7 @@ typedef struct FcCtx {
     Py_ssize_t shown_refs;    /* the dict's refcount when shown */
     PyThreadState *shown_ts;  /* the thread it was shown on */
     int shown;                /* a hook sees the memo now */
+    unsigned int shows;       /* times the native memo was shown */
     FcFrame *frames;
     Py_ssize_t nframes, capframes;
     PyObject *share;          /* share= type/tuple/predicate or NULL */

@@ -626,6 +626,7 @@ fc_memo_show(FcCtx *c)
     if (c->mode != FC_MEMO_NATIVE) {
         return 0;
     }
+    c->shows++;
     fc_retrack_all(c);
     if (fc_demote_all(c) < 0 || fc_memo_sync(&c->native) < 0) {
         return -1;

@@ -25,9 +25,12 @@ FC_INTERNAL PyObject *fc_reconstruct_py(FcState *st, PyObject *x, PyObject *memo
 /* func(*args) for a reduce value (copyreg.__newobj__ called directly while
    it is the original).  new ref | NULL+exc */
 FC_INTERNAL PyObject *fc_call_reduce_func(FcState *st, PyObject *func, PyObject *args);
-/* _reconstruct's state step for y and a (copied) state; no_setstate: the
-   caller proved y has no __setstate__.  0 | -1+exc */
-FC_INTERNAL int fc_apply_state(FcState *st, PyObject *y, PyObject *state, int no_setstate);
+/* fc_apply_state's flags: FC_STATE_NO_SETSTATE, the caller proved y has no
+   __setstate__; FC_STATE_FRESH, y was made by object.__new__ and no user
+   code has seen it since (deepcopy with the memo native throughout). */
+enum { FC_STATE_NO_SETSTATE = 1, FC_STATE_FRESH = 2 };
+/* _reconstruct's state step for y and a (copied) state.  0 | -1+exc */
+FC_INTERNAL int fc_apply_state(FcState *st, PyObject *y, PyObject *state, int flags);
 /* for key, value in pairs: set(y, key, value), with the interpreter's
    unpacking errors.  0 | -1+exc */
 FC_INTERNAL int fc_set_pairs(PyObject *y, PyObject *pairs,

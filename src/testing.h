@@ -20,6 +20,7 @@ typedef struct {
     Py_ssize_t memo_shown;         /* a memo shown to a hook */
     Py_ssize_t memo_borrowed;      /* ... lent to a nested call */
     Py_ssize_t memo_to_dict;       /* ... turned into the dict for good */
+    Py_ssize_t state_stores;       /* states given as attribute stores (reduce.c) */
 } FcTestState;
 
 /* Defaults, and the test-only functions added to the module.  0 | -1+exc */
