@@ -63,6 +63,9 @@
 #include "select.h"
 #include "state.h"
 #include "profile.h"
+#if !FC_PY312_PLUS
+#  include "structmember.h"   /* PyMember_GetOne, PyMember_SetOne */
+#endif
 
 enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
 
@@ -1104,6 +1107,67 @@ fc_deep_timezone(FcCtx *c, PyObject *x)
     return fc_recon_done(c, x, y);
 }
 
+/* deepcopy of an exact uuid.UUID, memo native: what object.__reduce_ex__(4),
+   UUID.__getstate__, _reconstruct and UUID.__setstate__ do (plan.c,
+   fc_plan_uuid), their temporaries and memo entries included -- the state
+   dict d and its copy (memo[id(d)], d kept alive), which a later hook
+   shown the memo sees.  new ref | NULL+exc | NULL, no exc: take the
+   generic road (nothing done yet) */
+static PyObject *
+fc_deep_uuid(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    /* the state dict's copy and the reduce value's (UUID,) go through
+       _deepcopy_dict, _deepcopy_tuple and the atomic copier */
+    const uint32_t need = FK_BIT(FK_DICT) | FK_BIT(FK_TUPLE) | FK_BIT(FK_TYPE)
+                          | FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_NONE);
+    if ((st->deep_ok & need) != need || fc_uuid_ok(st) <= 0) {
+        return NULL;
+    }
+    PyObject *info = st->uuid_info;
+    PyMemberDef *mint = ((PyMemberDescrObject *)PyTuple_GET_ITEM(info, FC_UUID_DINT))->d_member;
+    PyMemberDef *msafe = ((PyMemberDescrObject *)PyTuple_GET_ITEM(info, FC_UUID_DSAFE))->d_member;
+    /* new references (another thread may set the slots meanwhile) */
+    PyObject *iv = PyMember_GetOne((const char *)x, mint);
+    PyObject *sv = iv != NULL ? PyMember_GetOne((const char *)x, msafe) : NULL;
+    int k = 3;
+    if (sv != NULL) {
+        for (k = 0; k < 3 && sv != PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + k); k++) {
+        }
+    }
+    /* an unset slot, a non-int `int` or a foreign is_safe: the generic
+       road gives the stdlib's result (or error) */
+    if (iv == NULL || sv == NULL || k == 3 || !PyLong_CheckExact(iv)) {
+        PyErr_Clear();
+        Py_XDECREF(iv);
+        Py_XDECREF(sv);
+        return NULL;
+    }
+    PyObject *d = PyDict_New(), *dc = NULL, *y = NULL;
+    if (d == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(info, FC_UUID_KINT), iv) < 0
+        || (k != 2 && PyDict_SetItem(d, PyTuple_GET_ITEM(info, FC_UUID_KSAFE),
+                                     PyTuple_GET_ITEM(info, FC_UUID_VALUES + k)) < 0)
+        || (dc = PyDict_Copy(d)) == NULL) {   /* lint: own container */
+        goto done;
+    }
+    PyTypeObject *tp = Py_TYPE(x);
+    y = tp->tp_new(tp, st->empty_tuple, NULL);
+    if (y == NULL || fc_memo_store(c, x, y) < 0 || fc_memo_store(c, d, dc) < 0
+        || fc_memo_keep_alive(c, d) < 0
+        || PyMember_SetOne((char *)y, mint, iv) < 0
+        || PyMember_SetOne((char *)y, msafe, sv) < 0) {
+        Py_CLEAR(y);
+        goto done;
+    }
+    y = fc_recon_done(c, x, y);
+done:
+    Py_XDECREF(d);
+    Py_XDECREF(dc);
+    Py_DECREF(iv);
+    Py_DECREF(sv);
+    return y;
+}
+
 /* deepcopy of an exact value type of kind v (FV_*).  new ref | NULL+exc |
    NULL, no exc: take the generic road (nothing done yet) */
 static PyObject *
@@ -1118,6 +1182,9 @@ fc_deep_value(FcCtx *c, PyObject *x, int v)
     if (v == FV_FRACTION) {
         int r = fc_frac_names_ok(st, Py_TYPE(x));
         return r > 0 ? Py_NewRef(x) : NULL;
+    }
+    if (v == FV_UUID) {
+        return c->mode == FC_MEMO_NATIVE ? fc_deep_uuid(c, x) : NULL;
     }
     if (c->mode != FC_MEMO_NATIVE || api == NULL) {
         return NULL;

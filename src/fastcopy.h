@@ -406,6 +406,7 @@ enum {
     FV_TIME,
     FV_TIMEZONE,
     FV_NUMPY_SELF,    /* a numpy scalar type whose __deepcopy__ returns self */
+    FV_UUID,          /* uuid.UUID: its __getstate__/__setstate__ done natively */
 };
 
 typedef struct {

@@ -29,7 +29,7 @@
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
     X(py_deepcopy) X(cowdict_type) \
-    X(frac_deepcopy) X(s_getinitargs) X(s_fraction) X(s_type) X(prof_hook)
+    X(frac_deepcopy) X(uuid_info) X(s_getinitargs) X(s_fraction) X(s_type) X(s_value_) X(prof_hook)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)
@@ -509,6 +509,7 @@ fc_exec_names(FcState *st)
     FC_INTERN(s_replace, "__replace__")
     FC_INTERN(s_getinitargs, "__getinitargs__")
     FC_INTERN(s_fraction, "Fraction")
+    FC_INTERN(s_value_, "_value_")
     FC_INTERN(s_type, "type")
 #undef FC_INTERN
 

@@ -27,6 +27,16 @@
 #include "plan.h"
 #include "buffers.h"
 #include "state.h"
+#include "structmember.h"
+
+/* 3.12 renamed structmember.h's constants */
+#ifdef Py_T_OBJECT_EX
+#  define FC_T_OBJECT_EX Py_T_OBJECT_EX
+#  define FC_READONLY Py_READONLY
+#else
+#  define FC_T_OBJECT_EX T_OBJECT_EX
+#  define FC_READONLY READONLY
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Watching the stdlib's tables                                        */
@@ -714,6 +724,270 @@ fc_frac_names_ok(FcState *st, PyTypeObject *tp)
     return 1;
 }
 
+/* uuid.UUID's state methods, 3.10-3.13 alike.  The stdlib deep-copies a
+   UUID u through object.__reduce_ex__(4): (copyreg.__newobj__, (UUID,),
+   u.__getstate__()), then _reconstruct: y = object.__new__(UUID),
+   memo[id(u)] = y, the state dict deep-copied (memo[id(d)] = its copy,
+   d kept alive), y.__setstate__(copy), memo[id(u)] = y, u kept alive.
+   With the memo native (deepcopy.c, fc_deep_uuid) that is done directly,
+   temporaries and memo entries included, as long as everything those
+   functions reach is what it was when checked here. */
+static const char fc_uuid_getstate_src[] =
+    "def __getstate__(self):\n"
+    "    d = {'int': self.int}\n"
+    "    if self.is_safe != SafeUUID.unknown:\n"
+    "        d['is_safe'] = self.is_safe.value\n"
+    "    return d\n";
+static const char fc_uuid_setstate_src[] =
+    "def __setstate__(self, state):\n"
+    "    object.__setattr__(self, 'int', state['int'])\n"
+    "    object.__setattr__(self, 'is_safe',\n"
+    "                       SafeUUID(state['is_safe'])\n"
+    "                       if 'is_safe' in state else SafeUUID.unknown)\n";
+
+/* tp's own writable object slot `name`: its member descriptor, found first
+   in tp's MRO (borrowed) | NULL */
+static PyObject *
+fc_slot_descr(PyTypeObject *tp, const char *name)
+{
+    PyObject *n = PyUnicode_InternFromString(name);
+    if (n == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *d = _PyType_Lookup(tp, n);
+    Py_DECREF(n);
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) || PyDescr_TYPE(d) != tp) {
+        return NULL;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    return (m->type == FC_T_OBJECT_EX && !(m->flags & FC_READONLY)) ? d : NULL;
+}
+
+/* The str constant equal to s among f's code constants (borrowed) | NULL */
+static PyObject *
+fc_code_const_str(PyObject *f, const char *s)
+{
+    PyObject *consts = ((PyCodeObject *)PyFunction_GET_CODE(f))->co_consts;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(consts); i++) {
+        PyObject *k = PyTuple_GET_ITEM(consts, i);
+        if (PyUnicode_CheckExact(k) && PyUnicode_CompareWithASCIIString(k, s) == 0) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
+/* o's instance dict if it is an exact dict (new ref) | NULL */
+static PyObject *
+fc_instance_dict(PyObject *o)
+{
+    PyObject *d = NULL;
+    FC_CS_BEGIN(o);   /* another thread may assign o.__dict__ */
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp)) {
+        d = Py_NewRef(*dp);
+    }
+    FC_CS_END();
+    return d;
+}
+
+/* The version tag of o's instance dict, 0 when it has no exact dict. */
+static uint64_t
+fc_instance_dict_version(PyObject *o)
+{
+    PyObject *d = fc_instance_dict(o);
+    uint64_t v = d != NULL ? fc_dict_version(d) : 0;
+    Py_XDECREF(d);
+    return v;
+}
+
+/* The names __getstate__/__setstate__ read from their globals and builtins:
+   SafeUUID the class checked, `object` not shadowed.  1 | 0 | -1+exc */
+static int
+fc_uuid_names_ok(FcState *st, PyObject *g, PyObject *b, PyObject *safe)
+{
+    PyObject *v = PyDict_GetItemString(g, "SafeUUID");
+    if (v != safe || PyDict_GetItemString(g, "object") != NULL
+        || PyDict_GetItemString(b, "object") != (PyObject *)&PyBaseObject_Type) {
+        return 0;
+    }
+    st->uuid_ver[0] = fc_dict_version(g);
+    st->uuid_ver[1] = fc_dict_version(b);
+    return 1;
+}
+
+FC_INTERNAL int
+fc_uuid_ok(FcState *st)
+{
+#if FC_HAVE_DICT_VERSION
+#  if FC_FT
+    PyObject *info = _Py_atomic_load_ptr_acquire(&st->uuid_info);   /* fc_publish */
+#  else
+    PyObject *info = st->uuid_info;
+#  endif
+    if (info == NULL) {
+        return 0;
+    }
+    PyObject *S = PyTuple_GET_ITEM(info, FC_UUID_SAFEUUID);
+    if (fc_type_tag((PyTypeObject *)S) != st->uuid_tag[0] || st->uuid_tag[0] == 0
+        || fc_type_tag(Py_TYPE(S)) != st->uuid_tag[1] || st->uuid_tag[1] == 0) {
+        return 0;
+    }
+    /* SafeUUID(value) and member.value: the dicts they read, looked at
+       again when their version tags moved (a patched and restored member
+       keeps the road) */
+    PyObject *v2m = PyTuple_GET_ITEM(info, FC_UUID_V2M);
+    if (!PyDict_CheckExact(v2m)) {
+        return 0;
+    }
+    if (fc_dict_version(v2m) != st->uuid_ver[2]) {
+        for (int i = 0; i < 3; i++) {
+            /* keys 0, -1, None: no user code in the lookups */
+            PyObject *m = PyDict_GetItemWithError(v2m, PyTuple_GET_ITEM(info, FC_UUID_VALUES + i));
+            if (m != PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + i)) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+        st->uuid_ver[2] = fc_dict_version(v2m);
+    }
+    for (int i = 0; i < 3; i++) {
+        PyObject *m = PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + i);
+        uint64_t ver = fc_instance_dict_version(m);
+        if (ver != st->uuid_ver[3 + i]) {
+            PyObject *md = fc_instance_dict(m);
+            PyObject *v = md != NULL ? PyDict_GetItemWithError(md, st->s_value_) : NULL;
+            int same = v != NULL && v == PyTuple_GET_ITEM(info, FC_UUID_VALUES + i);
+            Py_XDECREF(md);
+            if (!same) {
+                PyErr_Clear();
+                return 0;
+            }
+            st->uuid_ver[3 + i] = ver;
+        }
+    }
+    PyFunctionObject *f = (PyFunctionObject *)PyTuple_GET_ITEM(info, FC_UUID_SETSTATE);
+    PyObject *g = f->func_globals, *b = f->func_builtins;
+    if (fc_dict_version(g) == st->uuid_ver[0] && fc_dict_version(b) == st->uuid_ver[1]) {
+        return 1;
+    }
+    return fc_uuid_names_ok(st, g, b, S);
+#else
+    (void)st;
+    return 0;
+#endif
+}
+
+/* Check uuid.UUID once (the first UUID met), and publish what fc_uuid_ok
+   and fc_deep_uuid need.  1 | 0 */
+static int
+fc_plan_uuid(FcState *st, PyTypeObject *tp)
+{
+#if FC_HAVE_DICT_VERSION
+    if (st->uuid_info != NULL) {
+        return PyTuple_GET_ITEM(st->uuid_info, FC_UUID_GETSTATE)
+                   == _PyType_Lookup(tp, st->s_getstate)
+               && fc_uuid_ok(st) > 0;
+    }
+    PyObject *U = fc_loaded_attr("uuid", "UUID");
+    Py_XDECREF(U);
+    if (U != (PyObject *)tp || !st->plain_ok
+        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro
+        || _PyType_Lookup(tp, st->s_new) != st->obj_new
+        || _PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
+        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
+        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
+        || _PyType_Lookup(tp, st->s_getnewargs) != NULL) {
+        return 0;
+    }
+    PyObject *gs = _PyType_Lookup(tp, st->s_getstate);
+    PyObject *ss = _PyType_Lookup(tp, st->s_setstate);
+    PyObject *dint = fc_slot_descr(tp, "int"), *dsafe = fc_slot_descr(tp, "is_safe");
+    if (gs == NULL || ss == NULL || dint == NULL || dsafe == NULL
+        || !fc_func_is(gs, fc_uuid_getstate_src, "__getstate__")
+        || !fc_func_is(ss, fc_uuid_setstate_src, "__setstate__")) {
+        return 0;
+    }
+    PyObject *kint = fc_code_const_str(gs, "int"), *ksafe = fc_code_const_str(gs, "is_safe");
+    if (kint == NULL || ksafe == NULL) {
+        return 0;
+    }
+    PyFunctionObject *f = (PyFunctionObject *)ss;
+    PyObject *g = f->func_globals, *b = f->func_builtins;
+    if (g != ((PyFunctionObject *)gs)->func_globals || !PyDict_CheckExact(g)
+        || !PyDict_CheckExact(b) || ((PyFunctionObject *)gs)->func_builtins != b) {
+        return 0;
+    }
+    /* SafeUUID and its members, as __getstate__'s `.value` and
+       __setstate__'s SafeUUID(value) see them now */
+    PyObject *S = NULL;
+#if FC_PY313_PLUS
+    if (PyDict_GetItemStringRef(g, "SafeUUID", &S) < 0) {
+        PyErr_Clear();
+    }
+#else
+    S = Py_XNewRef(PyDict_GetItemString(g, "SafeUUID"));
+#endif
+    if (S == NULL || !PyType_Check(S)) {
+        Py_XDECREF(S);
+        return 0;
+    }
+    PyObject *info = PyTuple_New(FC_UUID_NINFO);
+    if (info == NULL) {
+        Py_DECREF(S);
+        PyErr_Clear();
+        return 0;
+    }
+    PyTuple_SET_ITEM(info, FC_UUID_GETSTATE, Py_NewRef(gs));
+    PyTuple_SET_ITEM(info, FC_UUID_SETSTATE, Py_NewRef(ss));
+    PyTuple_SET_ITEM(info, FC_UUID_SAFEUUID, S);   /* the reference taken */
+    PyTuple_SET_ITEM(info, FC_UUID_DINT, Py_NewRef(dint));
+    PyTuple_SET_ITEM(info, FC_UUID_DSAFE, Py_NewRef(dsafe));
+    PyTuple_SET_ITEM(info, FC_UUID_KINT, Py_NewRef(kint));
+    PyTuple_SET_ITEM(info, FC_UUID_KSAFE, Py_NewRef(ksafe));
+    static const char *const names[3] = {"safe", "unsafe", "unknown"};
+    int ok = 1;
+    for (int i = 0; ok && i < 3; i++) {
+        PyObject *m = PyObject_GetAttrString(S, names[i]);
+        PyObject *v = m ? PyObject_GetAttrString(m, "value") : NULL;
+        PyObject *back = v ? PyObject_CallOneArg(S, v) : NULL;
+        /* `is_safe != SafeUUID.unknown` must be identity */
+        ok = back != NULL && back == m && Py_TYPE(m) == (PyTypeObject *)S
+             && Py_TYPE(m)->tp_richcompare == PyBaseObject_Type.tp_richcompare
+             && (i == 2) == (v == Py_None);
+        Py_XDECREF(back);
+        PyTuple_SET_ITEM(info, FC_UUID_MEMBERS + i, m != NULL ? m : Py_NewRef(Py_None));
+        PyTuple_SET_ITEM(info, FC_UUID_VALUES + i, v != NULL ? v : Py_NewRef(Py_None));
+        if (ok) {
+            st->uuid_ver[3 + i] = fc_instance_dict_version(m);
+            ok = st->uuid_ver[3 + i] != 0;
+        }
+    }
+    PyObject *v2m = ok ? PyObject_GetAttrString(S, "_value2member_map_") : NULL;
+    ok = ok && v2m != NULL && PyDict_CheckExact(v2m);
+    if (ok) {
+        st->uuid_ver[2] = fc_dict_version(v2m);
+    }
+    PyTuple_SET_ITEM(info, FC_UUID_V2M, v2m != NULL ? v2m : Py_NewRef(Py_None));
+    PyErr_Clear();
+    st->uuid_tag[0] = fc_type_tag((PyTypeObject *)S);
+    st->uuid_tag[1] = fc_type_tag(Py_TYPE(S));
+    if (!ok || fc_uuid_names_ok(st, g, b, S) <= 0) {
+        Py_DECREF(info);
+        PyErr_Clear();
+        return 0;
+    }
+    /* the fields above are the same whichever thread computes them */
+    fc_publish(&st->uuid_info, info);
+    return fc_uuid_ok(st) > 0;
+#else
+    (void)st;
+    (void)tp;
+    return 0;
+#endif
+}
+
 /* The datetime C API, once the datetime module is loaded.  NULL if not. */
 static const PyDateTime_CAPI *
 fc_dt_api(FcState *st)
@@ -835,6 +1109,9 @@ fc_plan_value(FcState *st, PyTypeObject *tp, int gflags)
         }
         int r = fc_frac_names_ok(st, tp);
         return r <= 0 ? r : FV_FRACTION;
+    }
+    if (dc == NULL && strcmp(tp->tp_name, "UUID") == 0 && (gflags & FG_NO_REDUCTOR)) {
+        return fc_plan_uuid(st, tp) ? FV_UUID : 0;
     }
     return 0;
 }

@@ -29,6 +29,19 @@ FC_INTERNAL int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObje
 /* Does Fraction.__deepcopy__ still return self for an exact Fraction tp?
    1 | 0 | -1+exc */
 FC_INTERNAL int fc_frac_names_ok(FcState *st, PyTypeObject *tp);
+/* uuid.UUID's info tuple (FcState.uuid_info), FC_UUID_* order */
+enum { FC_UUID_GETSTATE = 0, FC_UUID_SETSTATE, FC_UUID_SAFEUUID,
+       FC_UUID_DINT, FC_UUID_DSAFE,       /* the slots' member descriptors */
+       FC_UUID_KINT, FC_UUID_KSAFE,       /* __getstate__'s 'int', 'is_safe' */
+       FC_UUID_V2M,                       /* SafeUUID._value2member_map_ */
+       FC_UUID_MEMBERS,                   /* SafeUUID.safe, .unsafe, .unknown */
+       FC_UUID_VALUES = FC_UUID_MEMBERS + 3,  /* and their .value */
+       FC_UUID_NINFO = FC_UUID_VALUES + 3 };
+/* Is the uuid.UUID road fc_plan_uuid verified still the stdlib's?  The
+   functions' globals are looked at again when their version tags moved;
+   anything else that changed sends UUIDs down the generic road.
+   1 | 0 | -1+exc */
+FC_INTERNAL int fc_uuid_ok(FcState *st);
 /* The type a kind bit stands for.  borrowed */
 FC_INTERNAL PyTypeObject *fc_kind_type(FcState *st, int k);
 /* Watch copy's and copyreg's tables (3.12+ dict watchers).  0 | -1+exc;

@@ -52,6 +52,13 @@ struct FcState {
     PyObject *frac_deepcopy;       /* fractions.Fraction.__deepcopy__, verified */
     uint64_t frac_ver[2];          /* its globals' and builtins' version tags
                                       when its names were last checked */
+    PyObject *uuid_info;           /* uuid.UUID, verified once (plan.c,
+                                      fc_plan_uuid): a tuple, FC_UUID_* */
+    unsigned int uuid_tag[2];      /* SafeUUID's and its metaclass's type tags */
+    uint64_t uuid_ver[6];          /* version tags: the functions' globals and
+                                      builtins (names last checked), then
+                                      SafeUUID._value2member_map_ and the three
+                                      members' __dict__s (fixed) */
 
     PyTypeObject *method_type;     /* types.MethodType */
     PyTypeObject *code_type;
@@ -72,7 +79,7 @@ struct FcState {
              *s_setstate, *s_dict, *s_update, *s_append, *s_items, *s_get,
              *s_new, *s_getnewargs, *s_getnewargs_ex, *s_slotnames,
              *s_func, *s_self, *s_deepcopy_kw, *s_replace,
-             *s_getinitargs, *s_fraction, *s_type;
+             *s_getinitargs, *s_fraction, *s_type, *s_value_;
 
     PyObject *empty_tuple;
     PyObject *nil;                 /* memo.get default, like copy's _nil */

@@ -676,13 +676,10 @@ class ThreadedReentrantTest(unittest.TestCase):
     # hash if its __eq__ empties the dict mid-insert (gh-140551;
     # test_eq_empties_the_table_mid_insert); on free-threaded builds the table is read under the
     # dict's own lock, and values are taken as new references under it (docs/free-threading.md).
-    # KNOWN BUG, free-threaded builds only (issue 17 stays open for it): about 1 run in 300 on
-    # a busy machine still deadlocks -- a key's __hash__ writing the cowdict re-takes the
-    # handle's critical section it runs under, which 3.13's critical sections do not support.
-    # Skipped there: a hang would cost CI its timeout.
-    @unittest.skipIf(bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-                     "known deadlock on free-threaded builds: a key's __hash__ writing the "
-                     "cowdict it is hashed for (docs/free-threading.md, 'Known bugs')")
+    # On free-threaded 3.13 it also deadlocked about 1 run in 300 on a busy machine: a key's
+    # __hash__ writing the cowdict re-took the handle's critical section it ran under, and
+    # 3.13 parks on a lock its own topmost section holds; the wrappers now check first, as
+    # 3.14 does (fc_cow_cs_held).
     def test_threads(self):
         rc, out = _child(r'''
 import threading, random

@@ -1,5 +1,5 @@
 """Native deep copies of sets, frozensets and the stdlib's value types (Decimal, Fraction,
-date, datetime, time, timedelta, timezone), compared with the stdlib through
+date, datetime, time, timedelta, timezone, UUID), compared with the stdlib through
 shape.assert_equivalent: result shape and aliasing, the values themselves (reprs,
 iteration order), hook logs, memo contents and keep-alive order.
 
@@ -14,6 +14,7 @@ import datetime
 import decimal
 import fractions
 import sys
+import uuid
 import weakref
 
 import pytest
@@ -35,6 +36,8 @@ def _reprs(o):
         return repr(o) + " fold=%d" % o.fold
     if isinstance(o, weakref.ref):
         return "weakref"
+    if isinstance(o, uuid.UUID):
+        return "%r is_safe=%r" % (o, getattr(o, "is_safe", "unset"))
     if type(o).__repr__ is object.__repr__:
         return "<%s>" % type(o).__qualname__
     return repr(o)
@@ -331,11 +334,66 @@ REGISTRATIONS = [
 ]
 
 
+def _uuids():
+    class U(uuid.UUID):
+        pass
+    u4 = uuid.UUID(int=0x1234567890ABCDEF1234567890ABCDEF, version=4)
+    safe = uuid.UUID(int=5, is_safe=uuid.SafeUUID.safe)
+    unsafe = uuid.UUID(int=6, is_safe=uuid.SafeUUID.unsafe)
+    v1 = uuid.UUID("8cd5e958-edc5-11f1-a53e-02fc00000001")   # a uuid1(), fixed
+    return [u4, safe, unsafe, v1, u4, U(int=7), [u4, safe]], []
+
+
+@pytest.mark.parametrize("scenario", modes(_uuids), ids=MODE_IDS)
+def test_uuids(scenario):
+    assert_equivalent(scenario)
+
+
+def _odd_uuids():
+    """UUIDs the stdlib's __getstate__ fails on, or copies what is not an int."""
+    odd = uuid.UUID(int=9, is_safe=3)            # not a SafeUUID: `3 .value` fails
+    unset = uuid.UUID.__new__(uuid.UUID)         # no slots set
+    big = uuid.UUID(int=10)
+    object.__setattr__(big, "int", [10])         # a list, deep-copied by the stdlib
+    return [[big, uuid.UUID(int=1)], [unset], [odd]], []
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["list_int", "unset", "odd_is_safe"])
+@pytest.mark.parametrize("mode", [0, 1], ids=["native", "memo"])
+def test_odd_uuids(which, mode):
+    def build():
+        x, log = _odd_uuids()
+        return x[which], log
+    assert_equivalent(modes(build)[mode])
+
+
+@pytest.mark.thread_unsafe(reason="sets a profile function")
+def test_uuid_road_runs_no_python():
+    import fastcopy
+    us = [uuid.uuid4(), uuid.UUID(int=5, is_safe=uuid.SafeUUID.safe)]
+    fastcopy.deepcopy(us)
+    calls = []
+
+    def prof(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+    sys.setprofile(prof)
+    try:
+        ys = fastcopy.deepcopy(us)
+    finally:
+        sys.setprofile(None)
+    assert ys == us and [y.is_safe for y in ys] == [u.is_safe for u in us]
+    assert all(y.int is u.int for y, u in zip(ys, us))
+    if sys.version_info < (3, 14):   # dict version tags: the road's checks
+        assert "__getstate__" not in calls and "__setstate__" not in calls, calls
+
+
 def _everything():
     s, log = _sets()
     d, _ = _dates()
     n, _ = _numbers()
-    return [s, d, n], log
+    u, _ = _uuids()
+    return [s, d, n, u], log
 
 
 @pytest.mark.thread_unsafe(reason="global state: edits copy's and copyreg's tables")
@@ -403,8 +461,38 @@ def _slotnames(cls):
 _slotnames.calls = []
 _ORIG_SLOTNAMES = copyreg._slotnames
 
+def _uuid_getstate(self):
+    return {"int": self.int + 1}
+
+
+def _uuid_setstate(self, state):
+    object.__setattr__(self, "int", state["int"] * 2)
+    object.__setattr__(self, "is_safe", uuid.SafeUUID.unsafe)
+
+
+class _ShadowObject:
+    """Shadows the builtin `object` that UUID.__setstate__ calls."""
+
+    @staticmethod
+    def __setattr__(o, name, value):
+        object.__setattr__(o, name, value + 3 if name == "int" else value)
+
+
+class _FakeSafeUUID:
+    """Rebinds SafeUUID in uuid's globals: __setstate__ calls it."""
+    unknown = uuid.SafeUUID.unknown
+
+    def __new__(cls, value):
+        return uuid.SafeUUID.unsafe
+
+
 PATCHES = [
     (fractions.Fraction, "__deepcopy__", _fraction_deepcopy),
+    (uuid.UUID, "__getstate__", _uuid_getstate),
+    (uuid.UUID, "__setstate__", _uuid_setstate),
+    (uuid, "object", _ShadowObject),
+    (uuid, "SafeUUID", _FakeSafeUUID),
+    (uuid.SafeUUID.safe, "_value_", 7),       # what __getstate__'s `.value` returns
     (fractions, "Fraction", int),            # the name __deepcopy__ compares with
     (fractions, "type", lambda o: int),      # shadows the builtin it calls
     (copyreg, "_slotnames", _slotnames),     # 3.11+: set and timezone reduces call it
