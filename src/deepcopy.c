@@ -625,11 +625,13 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             int user = !(no_setstate && PyDict_CheckExact(res));
             int rc = user ? fc_before_user_code(c, 0) : 0;
             if (rc == 0) {
+                int flags = no_setstate ? FC_STATE_NO_SETSTATE : 0;
+#if FC_INLINE_ATTRS
                 /* a memo shown since y was made can have handed y to a hook */
-                int fresh = r->fresh && c->mode == FC_MEMO_NATIVE
-                            && c->shows == r->shows;
-                int flags = (no_setstate ? FC_STATE_NO_SETSTATE : 0)
-                            | (fresh ? FC_STATE_FRESH : 0);
+                if (r->fresh && c->mode == FC_MEMO_NATIVE && c->shows == r->shows) {
+                    flags |= FC_STATE_FRESH;
+                }
+#endif
                 rc = fc_apply_state(st, f->y, res, flags);
             }
             if (rc == 0 && user) {
@@ -886,8 +888,10 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
         FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
         rc->ptype = tp;
         rc->ptag = tag;
+#if FC_INLINE_ATTRS
         rc->fresh = 1;
         rc->shows = c->shows;
+#endif
     }
     return res;
 }

@@ -149,10 +149,6 @@ fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
     return r;
 }
 
-/* 3.13's dict and attribute code, read for fc_store_inline_attrs (the
-   behaviour it matches); other versions take the dict road. */
-#define FC_INLINE_ATTRS (FC_PY313_PLUS && PY_VERSION_HEX < 0x030E0000)
-
 #if FC_INLINE_ATTRS
 /* y.__dict__.update(state) for a new instance whose attributes live inline
    in the object (Py_TPFLAGS_INLINE_VALUES), as attribute stores that never
