@@ -885,11 +885,8 @@ static int
 fc_plan_uuid(FcState *st, PyTypeObject *tp)
 {
 #if FC_HAVE_DICT_VERSION
-    if (st->uuid_info != NULL) {
-        return PyTuple_GET_ITEM(st->uuid_info, FC_UUID_GETSTATE)
-                   == _PyType_Lookup(tp, st->s_getstate)
-               && fc_uuid_ok(st) > 0;
-    }
+    /* asked again whenever UUID's type tag moves: everything but the
+       source comparisons is checked each time */
     PyObject *U = fc_loaded_attr("uuid", "UUID");
     Py_XDECREF(U);
     if (U != (PyObject *)tp || !st->plain_ok
@@ -904,8 +901,19 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
     PyObject *gs = _PyType_Lookup(tp, st->s_getstate);
     PyObject *ss = _PyType_Lookup(tp, st->s_setstate);
     PyObject *dint = fc_slot_descr(tp, "int"), *dsafe = fc_slot_descr(tp, "is_safe");
-    if (gs == NULL || ss == NULL || dint == NULL || dsafe == NULL
-        || !fc_func_is(gs, fc_uuid_getstate_src, "__getstate__")
+    if (gs == NULL || ss == NULL || dint == NULL || dsafe == NULL) {
+        return 0;
+    }
+    PyObject *info0 = st->uuid_info;
+    if (info0 != NULL) {
+        /* verified once: the same functions and slots are still UUID's */
+        return PyTuple_GET_ITEM(info0, FC_UUID_GETSTATE) == gs
+               && PyTuple_GET_ITEM(info0, FC_UUID_SETSTATE) == ss
+               && PyTuple_GET_ITEM(info0, FC_UUID_DINT) == dint
+               && PyTuple_GET_ITEM(info0, FC_UUID_DSAFE) == dsafe
+               && fc_uuid_ok(st) > 0;
+    }
+    if (!fc_func_is(gs, fc_uuid_getstate_src, "__getstate__")
         || !fc_func_is(ss, fc_uuid_setstate_src, "__setstate__")) {
         return 0;
     }

@@ -367,6 +367,38 @@ def test_odd_uuids(which, mode):
     assert_equivalent(modes(build)[mode])
 
 
+class UUID(uuid.UUID):
+    """A subclass named like the class: its own __setstate__ must run."""
+    __slots__ = ()
+
+    def __setstate__(self, state):
+        object.__setattr__(self, "int", 99)
+        object.__setattr__(self, "is_safe", uuid.SafeUUID.unknown)
+
+
+@pytest.mark.thread_unsafe(reason="global state: replaces UUID's methods")
+@pytest.mark.parametrize("name", ["__setstate__", "__getstate__", "__reduce_ex__"])
+def test_uuid_methods_replaced_after_the_first_copy(name):
+    # the road is verified once: a method replaced later must still be seen
+    import fastcopy
+    u = uuid.UUID(int=5)
+    assert fastcopy.deepcopy(u) == u
+    repl = {"__setstate__": _uuid_setstate, "__getstate__": _uuid_getstate,
+            "__reduce_ex__": lambda self, proto: (uuid.UUID, (None, None, None, None, 8))}[name]
+    old = uuid.UUID.__dict__[name] if name in uuid.UUID.__dict__ else None
+    setattr(uuid.UUID, name, repl)
+    try:
+        assert fastcopy.deepcopy(u).int == copy.deepcopy(u).int != 5
+    finally:
+        if old is None:
+            delattr(uuid.UUID, name)
+        else:
+            setattr(uuid.UUID, name, old)
+    assert fastcopy.deepcopy(u).int == 5
+    s = UUID(int=3)
+    assert fastcopy.deepcopy(s).int == copy.deepcopy(s).int == 99
+
+
 @pytest.mark.thread_unsafe(reason="sets a profile function")
 def test_uuid_road_runs_no_python():
     import fastcopy
