@@ -1125,10 +1125,10 @@ fc_deep_uuid(FcCtx *c, PyObject *x)
        _deepcopy_dict, _deepcopy_tuple and the atomic copier */
     const uint32_t need = FK_BIT(FK_DICT) | FK_BIT(FK_TUPLE) | FK_BIT(FK_TYPE)
                           | FK_BIT(FK_STR) | FK_BIT(FK_INT) | FK_BIT(FK_NONE);
-    if ((st->deep_ok & need) != need || fc_uuid_ok(st) <= 0) {
+    PyObject *info = fc_uuid_info(st);
+    if ((st->deep_ok & need) != need || info == NULL || !fc_uuid_ok(st, info)) {
         return NULL;
     }
-    PyObject *info = st->uuid_info;
     PyMemberDef *mint = ((PyMemberDescrObject *)PyTuple_GET_ITEM(info, FC_UUID_DINT))->d_member;
     PyMemberDef *msafe = ((PyMemberDescrObject *)PyTuple_GET_ITEM(info, FC_UUID_DSAFE))->d_member;
     /* new references (another thread may set the slots meanwhile) */
@@ -1139,9 +1139,11 @@ fc_deep_uuid(FcCtx *c, PyObject *x)
         for (k = 0; k < 3 && sv != PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + k); k++) {
         }
     }
-    /* an unset slot, a non-int `int` or a foreign is_safe: the generic
-       road gives the stdlib's result (or error) */
-    if (iv == NULL || sv == NULL || k == 3 || !PyLong_CheckExact(iv)) {
+    /* an unset slot, a non-int `int`, a foreign is_safe or a member whose
+       value changed: the generic road gives the stdlib's result (or error).
+       SafeUUID.unknown's value is not used (__getstate__ leaves it out) */
+    if (iv == NULL || sv == NULL || k == 3 || !PyLong_CheckExact(iv)
+        || (k != 2 && !fc_uuid_member_ok(st, info, k))) {
         PyErr_Clear();
         Py_XDECREF(iv);
         Py_XDECREF(sv);
@@ -1156,14 +1158,15 @@ fc_deep_uuid(FcCtx *c, PyObject *x)
     }
     PyTypeObject *tp = Py_TYPE(x);
     y = tp->tp_new(tp, st->empty_tuple, NULL);
+    /* _reconstruct's memo[id(u)] = y comes first; deepcopy's second store
+       of the same entry changes nothing, only its _keep_alive(u) is left */
     if (y == NULL || fc_memo_store(c, x, y) < 0 || fc_memo_store(c, d, dc) < 0
         || fc_memo_keep_alive(c, d) < 0
         || PyMember_SetOne((char *)y, mint, iv) < 0
-        || PyMember_SetOne((char *)y, msafe, sv) < 0) {
+        || PyMember_SetOne((char *)y, msafe, sv) < 0
+        || fc_memo_keep_alive(c, x) < 0) {
         Py_CLEAR(y);
-        goto done;
     }
-    y = fc_recon_done(c, x, y);
 done:
     Py_XDECREF(d);
     Py_XDECREF(dc);
@@ -1582,13 +1585,7 @@ fc_deep_namedtuple(FcCtx *c, PyObject *x)
 static PyObject *
 fc_deep_identity(FcCtx *c, PyObject *x)
 {
-    PyObject *d = NULL;
-    FC_CS_BEGIN(x);   /* another thread may assign x.__dict__ */
-    PyObject **dp = _PyObject_GetDictPtr(x);
-    if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp)) {
-        d = Py_NewRef(*dp);   /* see fc_reduce */
-    }
-    FC_CS_END();
+    PyObject *d = fc_instance_dict(x);   /* see fc_reduce */
     if (d == NULL) {
         return Py_NewRef(x);
     }

@@ -292,6 +292,22 @@ fc_dict_copy(PyObject *x)
     return fc_dict_copy_ver(x, &ver);
 }
 
+/* o's instance __dict__ when it is an exact dict, as a new reference (another
+   thread may assign o.__dict__; the critical section is nothing on GIL
+   builds).  new ref | NULL: none, or not an exact dict */
+FC_INLINE PyObject *
+fc_instance_dict(PyObject *o)
+{
+    PyObject *d = NULL;
+    FC_CS_BEGIN(o);
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp)) {
+        d = Py_NewRef(*dp);
+    }
+    FC_CS_END();
+    return d;
+}
+
 /* The RecursionError text of the stdlib's own frames on this version. */
 #if FC_PY312_PLUS
 #  define FC_RECURSION_WHERE ""

@@ -778,32 +778,8 @@ fc_code_const_str(PyObject *f, const char *s)
     return NULL;
 }
 
-/* o's instance dict if it is an exact dict (new ref) | NULL */
-static PyObject *
-fc_instance_dict(PyObject *o)
-{
-    PyObject *d = NULL;
-    FC_CS_BEGIN(o);   /* another thread may assign o.__dict__ */
-    PyObject **dp = _PyObject_GetDictPtr(o);
-    if (dp != NULL && *dp != NULL && PyDict_CheckExact(*dp)) {
-        d = Py_NewRef(*dp);
-    }
-    FC_CS_END();
-    return d;
-}
-
-/* The version tag of o's instance dict, 0 when it has no exact dict. */
-static uint64_t
-fc_instance_dict_version(PyObject *o)
-{
-    PyObject *d = fc_instance_dict(o);
-    uint64_t v = d != NULL ? fc_dict_version(d) : 0;
-    Py_XDECREF(d);
-    return v;
-}
-
 /* The names __getstate__/__setstate__ read from their globals and builtins:
-   SafeUUID the class checked, `object` not shadowed.  1 | 0 | -1+exc */
+   SafeUUID the class checked, `object` not shadowed.  1 | 0 */
 static int
 fc_uuid_names_ok(FcState *st, PyObject *g, PyObject *b, PyObject *safe)
 {
@@ -817,26 +793,27 @@ fc_uuid_names_ok(FcState *st, PyObject *g, PyObject *b, PyObject *safe)
     return 1;
 }
 
+FC_INTERNAL_INLINE PyObject *
+fc_uuid_info(FcState *st)
+{
+#if FC_FT
+    return _Py_atomic_load_ptr_acquire(&st->uuid_info);   /* fc_publish */
+#else
+    return st->uuid_info;
+#endif
+}
+
 FC_INTERNAL int
-fc_uuid_ok(FcState *st)
+fc_uuid_ok(FcState *st, PyObject *info)
 {
 #if FC_HAVE_DICT_VERSION
-#  if FC_FT
-    PyObject *info = _Py_atomic_load_ptr_acquire(&st->uuid_info);   /* fc_publish */
-#  else
-    PyObject *info = st->uuid_info;
-#  endif
-    if (info == NULL) {
-        return 0;
-    }
     PyObject *S = PyTuple_GET_ITEM(info, FC_UUID_SAFEUUID);
     if (fc_type_tag((PyTypeObject *)S) != st->uuid_tag[0] || st->uuid_tag[0] == 0
         || fc_type_tag(Py_TYPE(S)) != st->uuid_tag[1] || st->uuid_tag[1] == 0) {
         return 0;
     }
-    /* SafeUUID(value) and member.value: the dicts they read, looked at
-       again when their version tags moved (a patched and restored member
-       keeps the road) */
+    /* SafeUUID(value): the map it reads, looked at again when its version
+       tag moved */
     PyObject *v2m = PyTuple_GET_ITEM(info, FC_UUID_V2M);
     if (!PyDict_CheckExact(v2m)) {
         return 0;
@@ -852,21 +829,6 @@ fc_uuid_ok(FcState *st)
         }
         st->uuid_ver[2] = fc_dict_version(v2m);
     }
-    for (int i = 0; i < 3; i++) {
-        PyObject *m = PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + i);
-        uint64_t ver = fc_instance_dict_version(m);
-        if (ver != st->uuid_ver[3 + i]) {
-            PyObject *md = fc_instance_dict(m);
-            PyObject *v = md != NULL ? PyDict_GetItemWithError(md, st->s_value_) : NULL;
-            int same = v != NULL && v == PyTuple_GET_ITEM(info, FC_UUID_VALUES + i);
-            Py_XDECREF(md);
-            if (!same) {
-                PyErr_Clear();
-                return 0;
-            }
-            st->uuid_ver[3 + i] = ver;
-        }
-    }
     PyFunctionObject *f = (PyFunctionObject *)PyTuple_GET_ITEM(info, FC_UUID_SETSTATE);
     PyObject *g = f->func_globals, *b = f->func_builtins;
     if (fc_dict_version(g) == st->uuid_ver[0] && fc_dict_version(b) == st->uuid_ver[1]) {
@@ -875,6 +837,37 @@ fc_uuid_ok(FcState *st)
     return fc_uuid_names_ok(st, g, b, S);
 #else
     (void)st;
+    (void)info;
+    return 0;
+#endif
+}
+
+FC_INTERNAL int
+fc_uuid_member_ok(FcState *st, PyObject *info, int k)
+{
+#if FC_HAVE_DICT_VERSION
+    /* member.value is member._value_, read from its __dict__: a patched
+       and restored member keeps the road */
+    PyObject *md = fc_instance_dict(PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + k));
+    if (md == NULL) {
+        return 0;
+    }
+    uint64_t ver = fc_dict_version(md);
+    int same = ver == st->uuid_ver[3 + k];
+    if (!same) {
+        PyObject *v = PyDict_GetItemWithError(md, st->s_value_);   /* exact str key */
+        same = v != NULL && v == PyTuple_GET_ITEM(info, FC_UUID_VALUES + k);
+        PyErr_Clear();
+        if (same) {
+            st->uuid_ver[3 + k] = ver;
+        }
+    }
+    Py_DECREF(md);
+    return same;
+#else
+    (void)st;
+    (void)info;
+    (void)k;
     return 0;
 #endif
 }
@@ -904,14 +897,14 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
     if (gs == NULL || ss == NULL || dint == NULL || dsafe == NULL) {
         return 0;
     }
-    PyObject *info0 = st->uuid_info;
+    PyObject *info0 = fc_uuid_info(st);
     if (info0 != NULL) {
         /* verified once: the same functions and slots are still UUID's */
         return PyTuple_GET_ITEM(info0, FC_UUID_GETSTATE) == gs
                && PyTuple_GET_ITEM(info0, FC_UUID_SETSTATE) == ss
                && PyTuple_GET_ITEM(info0, FC_UUID_DINT) == dint
                && PyTuple_GET_ITEM(info0, FC_UUID_DSAFE) == dsafe
-               && fc_uuid_ok(st) > 0;
+               && fc_uuid_ok(st, info0);
     }
     if (!fc_func_is(gs, fc_uuid_getstate_src, "__getstate__")
         || !fc_func_is(ss, fc_uuid_setstate_src, "__setstate__")) {
@@ -967,10 +960,12 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
         Py_XDECREF(back);
         PyTuple_SET_ITEM(info, FC_UUID_MEMBERS + i, m != NULL ? m : Py_NewRef(Py_None));
         PyTuple_SET_ITEM(info, FC_UUID_VALUES + i, v != NULL ? v : Py_NewRef(Py_None));
-        if (ok) {
-            st->uuid_ver[3 + i] = fc_instance_dict_version(m);
-            ok = st->uuid_ver[3 + i] != 0;
+        PyObject *md = ok ? fc_instance_dict(m) : NULL;
+        if (md != NULL) {
+            st->uuid_ver[3 + i] = fc_dict_version(md);
+            Py_DECREF(md);
         }
+        ok = md != NULL;
     }
     PyObject *v2m = ok ? PyObject_GetAttrString(S, "_value2member_map_") : NULL;
     ok = ok && v2m != NULL && PyDict_CheckExact(v2m);
@@ -988,7 +983,7 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
     }
     /* the fields above are the same whichever thread computes them */
     fc_publish(&st->uuid_info, info);
-    return fc_uuid_ok(st) > 0;
+    return fc_uuid_ok(st, fc_uuid_info(st));
 #else
     (void)st;
     (void)tp;

@@ -37,11 +37,16 @@ enum { FC_UUID_GETSTATE = 0, FC_UUID_SETSTATE, FC_UUID_SAFEUUID,
        FC_UUID_MEMBERS,                   /* SafeUUID.safe, .unsafe, .unknown */
        FC_UUID_VALUES = FC_UUID_MEMBERS + 3,  /* and their .value */
        FC_UUID_NINFO = FC_UUID_VALUES + 3 };
-/* Is the uuid.UUID road fc_plan_uuid verified still the stdlib's?  The
-   functions' globals are looked at again when their version tags moved;
-   anything else that changed sends UUIDs down the generic road.
-   1 | 0 | -1+exc */
-FC_INTERNAL int fc_uuid_ok(FcState *st);
+/* FcState.uuid_info once published (fc_plan_uuid), else NULL.  borrowed */
+FC_INTERNAL_INLINE PyObject *fc_uuid_info(FcState *st);
+/* Is the uuid.UUID road fc_plan_uuid verified (info) still the stdlib's?
+   The functions' globals and SafeUUID's value map are looked at again when
+   their version tags moved; SafeUUID or its metaclass changed sends UUIDs
+   down the generic road.  1 | 0 */
+FC_INTERNAL int fc_uuid_ok(FcState *st, PyObject *info);
+/* ... and is SafeUUID member k's .value still the one recorded (its
+   __dict__ looked at again when its version tag moved)?  1 | 0 */
+FC_INTERNAL int fc_uuid_member_ok(FcState *st, PyObject *info, int k);
 /* The type a kind bit stands for.  borrowed */
 FC_INTERNAL PyTypeObject *fc_kind_type(FcState *st, int k);
 /* Watch copy's and copyreg's tables (3.12+ dict watchers).  0 | -1+exc;

@@ -55,10 +55,10 @@ struct FcState {
     PyObject *uuid_info;           /* uuid.UUID, verified once (plan.c,
                                       fc_plan_uuid): a tuple, FC_UUID_* */
     unsigned int uuid_tag[2];      /* SafeUUID's and its metaclass's type tags */
-    uint64_t uuid_ver[6];          /* version tags: the functions' globals and
-                                      builtins (names last checked), then
+    uint64_t uuid_ver[6];          /* version tags when last checked: the
+                                      functions' globals and builtins, then
                                       SafeUUID._value2member_map_ and the three
-                                      members' __dict__s (fixed) */
+                                      members' __dict__s */
 
     PyTypeObject *method_type;     /* types.MethodType */
     PyTypeObject *code_type;

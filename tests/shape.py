@@ -254,6 +254,36 @@ def observe(impl, scenario):
     }
 
 
+def both_memo_modes(build):
+    """Scenarios for assert_equivalent from build() -> (source, log): one with a fresh memo
+    (native), one with a caller's dict memo."""
+    def native(impl):
+        x, log = build()
+        return Case(x, lambda: impl.deepcopy(x), log=log)
+
+    def visible(impl):
+        x, log = build()
+        memo = {}
+        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo, log=log)
+    return [native, visible]
+
+
+def python_calls(fn):
+    """The names of the Python functions called while fn() runs (sys.setprofile), and
+    fn's result: what a white-box test of a native road looks at."""
+    names = []
+
+    def prof(frame, event, arg):
+        if event == "call":
+            names.append(frame.f_code.co_name)
+    sys.setprofile(prof)
+    try:
+        result = fn()
+    finally:
+        sys.setprofile(None)
+    return names, result
+
+
 def fastcopy_module():
     """The fastcopy package if its C core is built, else None."""
     try:

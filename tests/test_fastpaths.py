@@ -13,20 +13,7 @@ import gc
 
 import pytest
 
-from shape import Case, assert_equivalent
-
-
-def both_memo_modes(build):
-    """Scenarios with a fresh memo (native) and with a caller's dict memo."""
-    def native(impl):
-        x, log = build()
-        return Case(x, lambda: impl.deepcopy(x), log=log)
-
-    def visible(impl):
-        x, log = build()
-        memo = {}
-        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo, log=log)
-    return [native, visible]
+from shape import Case, assert_equivalent, both_memo_modes
 
 
 class Hook:

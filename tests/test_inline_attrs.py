@@ -15,19 +15,7 @@ import sysconfig
 import pytest
 
 import fastcopy
-from shape import Case, assert_equivalent
-
-
-def both_memo_modes(build):
-    def native(impl):
-        x, log = build()
-        return Case(x, lambda: impl.deepcopy(x), log=log)
-
-    def visible(impl):
-        x, log = build()
-        memo = {}
-        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo, log=log)
-    return [native, visible]
+from shape import assert_equivalent, both_memo_modes
 
 
 def _items(o):

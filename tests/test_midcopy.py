@@ -200,6 +200,116 @@ def test_weakref_callback_mutates_the_source(fc):
     """)
 
 
+# the tests' own helpers (shape, this module), for children that import them
+_TESTS_ON_PATH = "import sys; sys.path.insert(0, %r)\n" % os.path.dirname(os.path.abspath(__file__))
+
+
+def test_uuids_changed_and_freed_by_finalizers(fc):
+    # the native UUID road reads the slots, then allocates the state dicts and the copy
+    _child(prefix=_BOMB, code="""
+    import uuid
+    S = uuid.SafeUUID
+    for t in (1, 2, 3, 5):
+        src = [uuid.UUID(int=i, is_safe=(S.safe, S.unsafe, S.unknown)[i % 3]) for i in range(300)]
+        def change():
+            for u in src[::7]:
+                object.__setattr__(u, "int", u.int + 1000)
+                object.__setattr__(u, "is_safe", S.unsafe)
+        bomb(change)
+        bomb(lambda: src.__delitem__(slice(150, None)))   # frees the UUIDs only src held
+        gc.set_threshold(t)
+        r = fastcopy.deepcopy(src)
+        gc.set_threshold(700)
+        assert type(r) is list and len(r) in (150, 300), len(r)
+        for i, y in enumerate(r):
+            assert type(y) is uuid.UUID and y.int in (i, i + 1000), (i, y.int)
+            assert y.is_safe in (S.safe, S.unsafe, S.unknown), y.is_safe
+    print("ok")
+    """)
+
+
+def test_uuids_changed_by_a_hook_mid_copy():
+    # deterministic: a hook between the UUIDs changes and drops later ones; the memo goes
+    # back to native after it (GIL builds), so the UUIDs after it take the native road again
+    code = _TESTS_ON_PATH + textwrap.dedent("""
+    import copy, uuid, fastcopy
+    from shape import shape
+    S = uuid.SafeUUID
+    def build():
+        src = [uuid.UUID(int=i, is_safe=(S.safe, S.unsafe, S.unknown)[i % 3]) for i in range(20)]
+        class Hook:
+            def __deepcopy__(self, memo):
+                for u in src[12::2]:
+                    object.__setattr__(u, "int", u.int + 1000)
+                    object.__setattr__(u, "is_safe", S.safe)
+                del src[16:]
+                return "hooked"
+        src.insert(10, Hook())
+        return src
+    out = []
+    for impl in (copy, fastcopy):
+        src = build()
+        r = impl.deepcopy(src)
+        out.append(([(getattr(y, "int", y), getattr(y, "is_safe", None)) for y in r],
+                    shape(r, src)))
+    assert out[0] == out[1], out
+    print("ok")
+    """)
+    _child(code)
+
+
+
+class _Mutates:
+    """A value copied through its __reduce__ (no memo: the memo stays native) that edits the
+    __dict__ of the instance being copied."""
+
+    def __init__(self, owner, act):
+        self.owner = owner
+        self.act = act
+
+    def __reduce__(self):
+        act = self.act
+        self.act = None
+        if act == "replace":
+            self.owner.z = ["replaced"]
+        elif act == "grow":
+            self.owner.new = [0]
+        elif act == "delete":
+            del self.owner.a
+        return (str, ("m",))
+
+
+@pytest.mark.parametrize("act", ["replace", "grow", "delete"])
+def test_instance_state_edited_by_a_reductor_mid_copy(act):
+    # the state's copy is walked while user code edits the source instance's __dict__; on 3.13
+    # the copy's attributes are then stored one by one (reduce.c, fc_store_inline_attrs)
+    _child(prefix=_TESTS_ON_PATH, code="""
+    import copy, fastcopy
+    from test_midcopy import _Mutates
+    from shape import shape
+    class P:
+        pass
+    def build():
+        x = P()
+        x.a = [1]
+        x.m = _Mutates(x, %r)
+        x.z = [2]
+        return [x, P()]
+    out = []
+    for impl in (copy, fastcopy):
+        src = build()
+        try:
+            r = impl.deepcopy(src)
+        except RuntimeError as e:
+            out.append(("raise", str(e), vars(src[0]).keys() and sorted(vars(src[0]))))
+            continue
+        out.append((shape(r, src), [list(vars(y).items()) for y in r],
+                    [[k is kk for k, kk in zip(vars(y), vars(x))] for y, x in zip(r, src)]))
+    assert out[0] == out[1], out
+    print("ok")
+    """ % act)
+
+
 # ---------------------------------------------------------------------------------------------
 # The finalizer fuzz, one slice per run (tests/finalizer_fuzz.py)
 

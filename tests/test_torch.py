@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import fastcopy
+from shape import python_calls
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -460,16 +461,7 @@ def test_native_path_calls_no_python():
     __deepcopy__ (the profiler sees only C calls)."""
     x = {"t": plain(3), "v": plain(4)[1:], "p": nn.Parameter(plain(2))}
     fastcopy.deepcopy(x)
-    names = []
-
-    def prof(frame, event, arg):
-        if event == "call":
-            names.append(frame.f_code.co_name)
-    sys.setprofile(prof)
-    try:
-        fastcopy.deepcopy(x)
-    finally:
-        sys.setprofile(None)
+    names, _ = python_calls(lambda: fastcopy.deepcopy(x))
     assert "__deepcopy__" not in names and "_deepcopy" not in names
 
 

@@ -19,7 +19,7 @@ import weakref
 
 import pytest
 
-from shape import Case, assert_equivalent
+from shape import Case, assert_equivalent, python_calls
 
 UTC = datetime.timezone.utc
 
@@ -404,16 +404,7 @@ def test_uuid_road_runs_no_python():
     import fastcopy
     us = [uuid.uuid4(), uuid.UUID(int=5, is_safe=uuid.SafeUUID.safe)]
     fastcopy.deepcopy(us)
-    calls = []
-
-    def prof(frame, event, arg):
-        if event == "call":
-            calls.append(frame.f_code.co_name)
-    sys.setprofile(prof)
-    try:
-        ys = fastcopy.deepcopy(us)
-    finally:
-        sys.setprofile(None)
+    calls, ys = python_calls(lambda: fastcopy.deepcopy(us))
     assert ys == us and [y.is_safe for y in ys] == [u.is_safe for u in us]
     assert all(y.int is u.int for y, u in zip(ys, us))
     if sys.version_info < (3, 14):   # dict version tags: the road's checks
