@@ -1002,60 +1002,130 @@ fc_set_items(PyObject *x)
 #endif
 }
 
+/* The items of an exact set or frozenset of atomic items, memo native:
+   stored as strong references in n fresh ghost places (fc_memo_ghost_reserve)
+   in the set's iteration order (*items: the first place), *quiet: whether
+   hashing them runs no user code.
+   n | -1 not all atomic, nothing kept (no exc) | -2+exc */
+static Py_ssize_t
+fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems)
+{
+    FcMemo *m = &c->native;
+    Py_ssize_t n, i = 0;
+    PyObject **items;
+#ifdef Py_GIL_DISABLED
+    /* another thread may change x: the items as list(x) reads them */
+    PyObject *list = PySequence_List(x);
+    if (list == NULL) {
+        return -2;
+    }
+    n = PyList_GET_SIZE(list);
+    items = fc_memo_ghost_reserve(m, n);
+    if (items == NULL) {
+        Py_DECREF(list);
+        return -2;
+    }
+    for (; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(list, i);
+        if (!fc_deep_atomic(c, key)) {
+            break;
+        }
+        *quiet &= fc_key_quiet(key);
+        items[i] = Py_NewRef(key);
+    }
+    Py_DECREF(list);
+#else
+    n = PySet_GET_SIZE(x);
+    /* fc_memo_ghost_reserve allocates no object (no collection, no user
+       code), and neither does the scan: x is as it was when n was read */
+    items = fc_memo_ghost_reserve(m, n);
+    if (items == NULL) {
+        return -2;
+    }
+    /* the table in slot order, as the set iterator reads it; a dummy's
+       hash is -1 (Include/cpython/setobject.h), an active entry's never */
+    PySetObject *so = (PySetObject *)x;
+    setentry *table = so->table;
+    for (Py_ssize_t pos = 0; i < n && pos <= so->mask; pos++) {
+        PyObject *key = table[pos].key;
+        if (key != NULL && table[pos].hash != -1) {
+            if (!fc_deep_atomic(c, key)) {
+                break;
+            }
+            *quiet &= fc_key_quiet(key);
+            items[i++] = Py_NewRef(key);
+        }
+    }
+#endif
+    if (i < n) {
+        while (i > 0) {
+            Py_DECREF(items[--i]);
+        }
+        return -1;
+    }
+    *pitems = items;
+    return n;
+}
+
 /* deepcopy of an exact set or frozenset (FcState.set_ok).
    new ref | FC_PUSHED | NULL+exc */
 static PyObject *
 fc_deep_set(FcCtx *c, PyObject *x)
 {
-    PyObject *items = fc_set_items(x), *y;
-    if (items == NULL) {
+    PyObject *y, **ghost = NULL;
+    int quiet = 1;
+    Py_ssize_t n = c->mode == FC_MEMO_NATIVE ? fc_set_ghost_items(c, x, &quiet, &ghost) : -1;
+    if (n == -2) {
         return NULL;
     }
-    if (c->mode == FC_MEMO_NATIVE) {
-        Py_ssize_t n = PyList_GET_SIZE(items), i;
-        int quiet = 1;
-        for (i = 0; i < n; i++) {
-            PyObject *item = PyList_GET_ITEM(items, i);
-            if (!fc_deep_atomic(c, item)) {
-                break;
-            }
-            quiet &= fc_key_quiet(item);
+    if (n >= 0) {
+        /* All items atomic: _reconstruct's deepcopy of the list is a new
+           list of the same items, memoized and kept alive -- a ghost until
+           the memo is shown (memo.c, "Ghosts") -- then set(ylist) /
+           frozenset(ylist): make_new_set(), an empty set and set_add_key()
+           for each item in order.  So is this, and it ends with the same
+           table. */
+        PyObject *keep = NULL;
+        if (fc_memo_ghost_add(&c->native, n) < 0) {
+            return NULL;
         }
-        if (i == n) {
-            /* _deepcopy_list(items): the same items; items is ours alone
-               (lint: own container) */
-            PyObject *ylist = PyList_GetSlice(items, 0, n);
-            if (ylist == NULL || fc_untrack(c, ylist) < 0
-                || fc_memo_finish(c, items, ylist) < 0) {
-                Py_XDECREF(ylist);
-                Py_DECREF(items);
+        c->st->test.set_ghosts++;
+        if (!quiet) {
+            /* user __hash__/__eq__ run while y is built: the items from a
+               tuple of our own, not from the memo's buffer */
+            keep = PyTuple_New(n);
+            if (keep == NULL) {
                 return NULL;
             }
-            Py_DECREF(items);
-            if (!quiet && fc_before_user_code(c, 0) < 0) {
-                Py_DECREF(ylist);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyTuple_SET_ITEM(keep, i, Py_NewRef(ghost[i]));
+            }
+            if (fc_before_user_code(c, 0) < 0) {
+                Py_DECREF(keep);
                 return NULL;
             }
-            /* set(ylist) / frozenset(ylist) is make_new_set(): an empty set
-               and set_add_key() for each item in order -- so is this, and
-               it ends with the same table */
-            y = Py_IS_TYPE(x, &PySet_Type) ? PySet_New(NULL) : PyFrozenSet_New(NULL);
-            /* ylist is ours alone: only quiet keys are hashed while it is
-               read through a cursor, and a user __hash__ cannot shrink it */
-            for (i = 0; y != NULL && i < PyList_GET_SIZE(ylist); i++) {
-                if (PySet_Add(y, PyList_GET_ITEM(ylist, i)) < 0) {
-                    Py_CLEAR(y);
-                }
-            }
-            Py_DECREF(ylist);
-            if (!quiet) {
-                (void)fc_after_user_code(c);
-            }
-            if (y != NULL && fc_untrack(c, y) < 0) {
+        }
+        /* quiet: no code runs that could add a ghost (and move the buffer)
+           before y is built */
+        PyObject *const *items = keep != NULL ? &PyTuple_GET_ITEM(keep, 0) : ghost;
+        y = Py_IS_TYPE(x, &PySet_Type) ? PySet_New(NULL) : PyFrozenSet_New(NULL);
+        for (Py_ssize_t i = 0; y != NULL && i < n; i++) {
+            if (PySet_Add(y, items[i]) < 0) {
                 Py_CLEAR(y);
             }
-            return fc_memo_done(c, x, y);
         }
+        if (keep != NULL) {
+            Py_DECREF(keep);
+            (void)fc_after_user_code(c);
+        }
+        if (y != NULL && fc_untrack(c, y) < 0) {
+            Py_CLEAR(y);
+        }
+        return fc_memo_done(c, x, y);
+    }
+    PyObject *items = fc_set_items(x);
+    if (items == NULL) {
+        return NULL;
     }
     PyObject *args = PyTuple_Pack(1, items);
     Py_DECREF(items);

@@ -461,7 +461,8 @@ typedef struct {
 typedef struct FcState FcState;
 
 /* Heap buffers a finished call leaves to the next one (memo.c). */
-enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPARE__COUNT };
+enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPARE_GHOST,
+       FC_SPARE__COUNT };
 typedef struct {
     void *p[FC_SPARE__COUNT];      /* PyMem_* blocks, or NULL */
     size_t size[FC_SPARE__COUNT];  /* their sizes in bytes */
@@ -473,8 +474,9 @@ typedef struct {
 /* ------------------------------------------------------------------ */
 
 typedef struct {
-    PyObject *key;      /* the original, by address (kept alive elsewhere) */
-    PyObject *value;    /* strong */
+    PyObject *key;      /* the original, by address (kept alive elsewhere);
+                           NULL: a ghost's place (memo.c, "Ghosts") */
+    PyObject *value;    /* strong; NULL for a ghost */
 } FcMemoEntry;
 
 #define FC_MEMO_INLINE 8          /* entries kept without a heap table */
@@ -484,10 +486,13 @@ typedef struct {
     Py_ssize_t n, cap;
     int32_t *index;               /* open addressing: entry position + 1, 0 empty */
     Py_ssize_t mask;              /* index size - 1; 0 = no index yet */
-    PyObject **keep;              /* keep-alive originals, strong, in order */
+    PyObject **keep;              /* keep-alive originals, strong, in order;
+                                     NULL: a ghost's temporary */
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
     Py_ssize_t index_slots;       /* slots allocated for index (>= mask + 1) */
+    PyObject **ghost;             /* temporaries not made yet: records of */
+    Py_ssize_t nghost, capghost;  /*   FC_GHOST_HEAD words + items (memo.c) */
     PyObject *miss;               /* the last key looked up and not found, */
     size_t miss_slot;             /*   and the free slot it would take; both */
                                   /*   forgotten by the next insertion */

@@ -124,6 +124,8 @@ fc_memo_init(FcMemo *m)
     m->capkeep = FC_MEMO_INLINE;
     m->keep_pos = -1;
     m->index_slots = 0;
+    m->ghost = NULL;
+    m->nghost = m->capghost = 0;
     m->miss = NULL;
     m->miss_slot = 0;
     m->spare = NULL;
@@ -134,6 +136,8 @@ fc_memo_init(FcMemo *m)
     m->dict_truth = 0;
 }
 
+static void fc_ghost_release(FcMemo *m);
+
 FC_INTERNAL void
 fc_memo_clear(FcMemo *m)
 {
@@ -143,6 +147,10 @@ fc_memo_clear(FcMemo *m)
     }
     for (Py_ssize_t i = 0; i < m->nkeep; i++) {
         Py_CLEAR(m->keep[i]);
+    }
+    if (m->ghost != NULL) {
+        fc_ghost_release(m);
+        fc_spare_give(sp, FC_SPARE_GHOST, m->ghost, sizeof(PyObject *) * (size_t)m->capghost);
     }
     if (m->entries != m->small) {
         fc_spare_give(sp, FC_SPARE_ENTRIES, m->entries,
@@ -190,6 +198,9 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     }
     size_t mask = (size_t)size - 1;
     for (Py_ssize_t i = 0; i < m->n; i++) {
+        if (m->entries[i].key == NULL) {
+            continue;                   /* a ghost (below) */
+        }
         size_t j = fc_memo_hash(m->entries[i].key) & mask;
         while (idx[j] != 0) {
             j = (j + 1) & mask;
@@ -244,6 +255,42 @@ fc_memo_missed(FcMemo *m, PyObject *key)
     return m->miss == key;
 }
 
+/* Room for one more entry.  0 | -1+exc */
+static int
+fc_memo_grow(FcMemo *m)
+{
+    Py_ssize_t ncap = m->entries == m->small ? 128 : m->cap * 2;
+    if (ncap > INT32_MAX) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    FcMemoEntry *ne;
+    if (m->entries == m->small) {
+        size_t got;
+        ne = fc_spare_take(m->spare, FC_SPARE_ENTRIES,
+                           sizeof(FcMemoEntry) * (size_t)ncap, &got);
+        if (ne != NULL) {
+            ncap = (Py_ssize_t)(got / sizeof(FcMemoEntry));
+        }
+        else {
+            ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
+        }
+        if (ne != NULL) {
+            memcpy(ne, m->small, sizeof(FcMemoEntry) * (size_t)m->n);
+        }
+    }
+    else {
+        ne = PyMem_Realloc(m->entries, sizeof(FcMemoEntry) * (size_t)ncap);
+    }
+    if (ne == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    m->entries = ne;
+    m->cap = ncap;
+    return 0;
+}
+
 /* fc_memo_set, every case.  0 | -1+exc */
 static int
 fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
@@ -275,36 +322,8 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
             j = (j + 1) & mask;
         }
     }
-    if (m->n == m->cap) {
-        Py_ssize_t ncap = m->entries == m->small ? 128 : m->cap * 2;
-        if (ncap > INT32_MAX) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        FcMemoEntry *ne;
-        if (m->entries == m->small) {
-            size_t got;
-            ne = fc_spare_take(m->spare, FC_SPARE_ENTRIES,
-                               sizeof(FcMemoEntry) * (size_t)ncap, &got);
-            if (ne != NULL) {
-                ncap = (Py_ssize_t)(got / sizeof(FcMemoEntry));
-            }
-            else {
-                ne = PyMem_Malloc(sizeof(FcMemoEntry) * (size_t)ncap);
-            }
-            if (ne != NULL) {
-                memcpy(ne, m->small, sizeof(FcMemoEntry) * (size_t)m->n);
-            }
-        }
-        else {
-            ne = PyMem_Realloc(m->entries, sizeof(FcMemoEntry) * (size_t)ncap);
-        }
-        if (ne == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        m->entries = ne;
-        m->cap = ncap;
+    if (m->n == m->cap && fc_memo_grow(m) < 0) {
+        return -1;
     }
     m->miss = NULL;
     Py_ssize_t pos = m->n++;
@@ -344,9 +363,10 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     return fc_memo_set_slow(m, key, value);
 }
 
-/* fc_memo_keep, every case.  0 | -1+exc */
+/* Room for one more keep-alive, and keep_pos set if this is the first.
+   0 | -1+exc */
 static int
-fc_memo_keep_slow(FcMemo *m, PyObject *x)
+fc_memo_keep_room(FcMemo *m)
 {
     if (m->keep_pos < 0) {
         m->keep_pos = m->n;
@@ -377,6 +397,16 @@ fc_memo_keep_slow(FcMemo *m, PyObject *x)
         m->keep = nk;
         m->capkeep = ncap;
     }
+    return 0;
+}
+
+/* fc_memo_keep, every case.  0 | -1+exc */
+static int
+fc_memo_keep_slow(FcMemo *m, PyObject *x)
+{
+    if (fc_memo_keep_room(m) < 0) {
+        return -1;
+    }
     m->keep[m->nkeep++] = Py_NewRef(x);
     return 0;
 }
@@ -390,6 +420,150 @@ fc_memo_keep(FcMemo *m, PyObject *x)
         return 0;
     }
     return fc_memo_keep_slow(m, x);
+}
+
+/* ------------------------------------------------------------------ */
+/* Ghosts                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * set.__reduce__ is (type(s), (list(s),), None), and _reconstruct deep-
+ * copies that list through the memo: the stdlib's memo gets id(list) -> a
+ * new equal list, then the list in the keep-alive list, before the set's
+ * own entry.  Both lists are garbage to everyone but the memo, and nobody
+ * can look at the memo while it is native.  So a set of atomic items copied
+ * then records a *ghost* instead of making them: an entry and a keep-alive
+ * place left empty (key, value and keep NULL), and in m->ghost a record of
+ * the list's items, in its order, as strong references -- the list as it
+ * was, whatever happens to the set afterwards.  The first fc_memo_sync()
+ * after it makes the two lists and puts them in their places
+ * (fc_memo_resolve), so every dict shown holds the stdlib's entries in the
+ * stdlib's order, and from then on they are ordinary entries.  The lists are
+ * new objects, so their addresses are no key of the table (the invariant
+ * above).  A record is FC_GHOST_HEAD words -- entry position, keep-alive
+ * position, item count -- then the items.
+ */
+#define FC_GHOST_HEAD 3
+
+#define FC_GHOST_WORD(v) ((PyObject *)(uintptr_t)(v))
+#define FC_GHOST_SIZE(w) ((Py_ssize_t)(uintptr_t)(w))
+
+/* Drop the items of every record; the buffer stays. */
+static void
+fc_ghost_release(FcMemo *m)
+{
+    Py_ssize_t i = 0, end = m->nghost;
+    m->nghost = 0;
+    while (i < end) {
+        PyObject **rec = m->ghost + i;
+        Py_ssize_t n = FC_GHOST_SIZE(rec[2]);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_DECREF(rec[FC_GHOST_HEAD + j]);
+        }
+        i += FC_GHOST_HEAD + n;
+    }
+}
+
+/* Room for a record of n items.  The item places, for the caller to fill
+   with strong references before fc_memo_ghost_add | NULL+exc */
+FC_INTERNAL PyObject **
+fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n)
+{
+    Py_ssize_t need = m->nghost + FC_GHOST_HEAD + n;
+    if (need > m->capghost) {
+        Py_ssize_t ncap = m->capghost ? m->capghost * 2 : 256;
+        while (ncap < need) {
+            ncap *= 2;
+        }
+        PyObject **ng = NULL;
+        size_t bytes = sizeof(PyObject *) * (size_t)ncap, got;
+        if (m->ghost == NULL
+            && (ng = fc_spare_take(m->spare, FC_SPARE_GHOST, bytes, &got)) != NULL) {
+            ncap = (Py_ssize_t)(got / sizeof(PyObject *));
+        }
+        else if ((size_t)ncap < PY_SSIZE_T_MAX / sizeof(PyObject *)) {
+            ng = PyMem_Realloc(m->ghost, bytes);
+        }
+        if (ng == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        m->ghost = ng;
+        m->capghost = ncap;
+    }
+    return m->ghost + m->nghost + FC_GHOST_HEAD;
+}
+
+/* The ghost of `list` (the n items just stored in the reserved places,
+   stolen: released on failure too): memo[id(list)] = list's copy, then
+   _keep_alive(list).  No user code.  0 | -1+exc */
+FC_INTERNAL int
+fc_memo_ghost_add(FcMemo *m, Py_ssize_t n)
+{
+    PyObject **rec = m->ghost + m->nghost;
+    if ((m->n == m->cap && fc_memo_grow(m) < 0)) {
+        goto fail;
+    }
+    Py_ssize_t epos = m->n;
+    m->entries[epos].key = NULL;
+    m->entries[epos].value = NULL;
+    m->n++;
+    if (fc_memo_keep_room(m) < 0) {
+        m->n--;
+        goto fail;
+    }
+    m->keep[m->nkeep] = NULL;
+    rec[0] = FC_GHOST_WORD(epos);
+    rec[1] = FC_GHOST_WORD(m->nkeep);
+    rec[2] = FC_GHOST_WORD(n);
+    m->nkeep++;
+    m->nghost += FC_GHOST_HEAD + n;
+    return 0;
+fail:
+    for (Py_ssize_t j = 0; j < n; j++) {
+        Py_DECREF(rec[FC_GHOST_HEAD + j]);
+    }
+    return -1;
+}
+
+/* Make every ghost's two lists and put them in the table.  0 | -1+exc
+   (then the ghosts made so far are entries, the rest still ghosts) */
+static int
+fc_memo_resolve(FcMemo *m)
+{
+    for (Py_ssize_t i = 0; i < m->nghost;) {
+        PyObject **rec = m->ghost + i;
+        Py_ssize_t epos = FC_GHOST_SIZE(rec[0]), kpos = FC_GHOST_SIZE(rec[1]);
+        Py_ssize_t n = FC_GHOST_SIZE(rec[2]);
+        i += FC_GHOST_HEAD + n;
+        if (m->entries[epos].key != NULL) {
+            continue;                   /* made by an earlier, failed run */
+        }
+        /* a collection in PyList_New runs no code that can reach m */
+        PyObject *l = PyList_New(n), *l2 = l != NULL ? PyList_New(n) : NULL;
+        if (l2 == NULL) {
+            Py_XDECREF(l);
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyList_SET_ITEM(l, j, Py_NewRef(rec[FC_GHOST_HEAD + j]));
+            PyList_SET_ITEM(l2, j, Py_NewRef(rec[FC_GHOST_HEAD + j]));
+        }
+        m->entries[epos].key = l;
+        m->entries[epos].value = l2;
+        m->keep[kpos] = l;              /* the keep-alive holds the list */
+        if (m->mask != 0) {
+            /* the index has room: ghosts count in m->n */
+            size_t mask = (size_t)m->mask, j = fc_memo_hash(l) & mask;
+            while (m->index[j] != 0) {
+                j = (j + 1) & mask;
+            }
+            m->index[j] = (int32_t)(epos + 1);
+            m->miss = NULL;
+        }
+    }
+    fc_ghost_release(m);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -466,6 +640,9 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
         uint32_t ok = c->st->deep_ok;
         for (Py_ssize_t i = 0; i < m->n; i++) {
             PyObject *v = m->entries[i].value, *k = m->entries[i].key;
+            if (k == NULL) {
+                continue;               /* a ghost */
+            }
             PyTypeObject *tp = Py_TYPE(v);
             /* only the walker's own copies: a builtin container copied as
                such (no copier registered for its type), not the original */
@@ -554,6 +731,9 @@ fc_retrack_all(FcCtx *c)
 static int
 fc_memo_sync(FcMemo *m)
 {
+    if (m->nghost > 0 && fc_memo_resolve(m) < 0) {
+        return -1;
+    }
     PyObject *d = m->mirror;
     if (d == NULL) {
         d = m->mirror = PyDict_New();

@@ -51,6 +51,14 @@ FC_INTERNAL_INLINE int fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
    (its maker failed).  y | NULL+exc */
 FC_INTERNAL_INLINE PyObject *fc_memo_done(FcCtx *c, PyObject *x, PyObject *y);
 
+/* A ghost (memo.c, "Ghosts"): set.__reduce__'s temporary list of n atomic
+   items, memoized and kept alive as the stdlib would, made only if the
+   memo is shown.  Native memo only.  reserve: the n places to fill with
+   strong references to the items | NULL+exc; add: record them (stolen,
+   also on failure; no user code).  0 | -1+exc */
+FC_INTERNAL PyObject **fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n);
+FC_INTERNAL int fc_memo_ghost_add(FcMemo *m, Py_ssize_t n);
+
 /* Showing the memo to user code (memo.c, "Showing the memo").
    fc_memo_show: about to hand c->memo to a hook; makes it the stdlib's
    dict of this moment.  0 | -1+exc.  Pair with fc_memo_hide once the hook
