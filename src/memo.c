@@ -338,7 +338,15 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
         return 0;
     }
     if (m->mask != 0 || m->n > FC_MEMO_INLINE) {
-        if (fc_memo_reindex(m, 2 * m->n) < 0) {
+        /* sized for the entries block, as a block grown by doubling would
+           have it -- but a spare block can hold 64K entries, and a small
+           copy must not clear an index for all of them: at most 4096 or
+           the power of two above the entries in use */
+        Py_ssize_t need = 4096;
+        while (need <= m->n) {
+            need <<= 1;
+        }
+        if (fc_memo_reindex(m, need < m->cap ? need : m->cap) < 0) {
             m->n--;
             Py_DECREF(m->entries[pos].value);
             return -1;
