@@ -65,9 +65,10 @@ def _parser():
                         "patched copy.deepcopy (fastcopy.patch(), copium.patch.enable()), or "
                         "both (default)")
     r.add_argument("--torch-threads", type=int, default=1, metavar="N",
-                   help="with --realistic: torch.set_num_threads(N) in the torch workloads "
-                        "(default 1: idle intra-op threads spin, and CPU time counts the "
-                        "spinning; 0: torch's own default)")
+                   help="with --realistic: torch.set_num_threads(N) in the torch workloads, "
+                        "and numpy's BLAS/OpenMP pools at N threads unless their variables "
+                        "are set (default 1: idle pool threads spin, and CPU time counts the "
+                        "spinning; 0: the libraries' own defaults)")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the speedups over the stdlib as a bar chart, SVG or PNG by "
                         "FILE's extension (with --realistic too); needs matplotlib: "

@@ -280,3 +280,28 @@ class TestPayloads(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RealisticChildEnvironment(unittest.TestCase):
+    """The realistic suite's children run numpy's BLAS pools at the torch thread count, so that
+    their spinning threads do not count in the CPU time; a caller's own setting wins."""
+
+    def test_blas_pools_follow_the_torch_threads(self):
+        from fastcopy import _realistic
+        saved = {v: os.environ.pop(v, None) for v in _realistic._BLAS_THREADS}
+        try:
+            env = _realistic._child_env(1)
+            self.assertEqual([env[v] for v in _realistic._BLAS_THREADS], ["1"] * 3)
+            self.assertNotIn("FASTCOPY_AUTOPATCH", env)
+            os.environ["OPENBLAS_NUM_THREADS"] = "7"
+            env = _realistic._child_env(2)
+            self.assertEqual(env["OPENBLAS_NUM_THREADS"], "7")
+            self.assertEqual(env["MKL_NUM_THREADS"], "2")
+            del os.environ["OPENBLAS_NUM_THREADS"]
+            env = _realistic._child_env(0)         # the libraries' own defaults
+            self.assertFalse(any(v in env for v in _realistic._BLAS_THREADS))
+        finally:
+            for v, val in saved.items():
+                os.environ.pop(v, None)
+                if val is not None:
+                    os.environ[v] = val
