@@ -1942,6 +1942,18 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
     if (fc_sync(st) < 0) {
         return NULL;
     }
+    if (st->shown != NULL && memo != NULL && memo != Py_None
+        && (FK_BIT(fc_kind(Py_TYPE(x))) & FC_DEEP_ATOMIC & st->deep_ok)) {
+        /* an atomic x with the memo a hook was shown (pydantic's
+           deepcopy(self.__pydantic_extra__, memo) of None): memo.get(id(x)),
+           then x itself, stored nowhere.  The lender's table answers the
+           lookup and nothing is added to it, so no context is needed */
+        FcCtx *lender = fc_memo_borrow(st, memo);
+        if (lender != NULL) {
+            PyObject *v = fc_memo_get(&lender->native, x);
+            return Py_NewRef(v != NULL && v != nil ? v : x);
+        }
+    }
     Py_ssize_t memo_start = 0;
     FcCtx c;
     fc_ctx_init(&c, st);

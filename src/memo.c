@@ -146,6 +146,18 @@ FC_INTERNAL void
 fc_memo_clear(FcMemo *m)
 {
     FcSpare *sp = m->spare;
+    if (m->n == 0 && m->nkeep == 0 && m->entries == m->small && m->keep == m->small_keep
+        && m->index == NULL && m->ghost == NULL && m->mirror == NULL
+        && m->mirror_keep == NULL) {
+        /* nothing held (a nested call's table went back to its lender):
+           only the scalars to reset */
+        m->keep_pos = -1;
+        m->miss = NULL;
+        m->mir_n = m->mir_keep = 0;
+        m->mir_ver = 0;
+        m->dict_truth = 0;
+        return;
+    }
     for (Py_ssize_t i = 0; i < m->n; i++) {
         Py_CLEAR(m->entries[i].value);
     }

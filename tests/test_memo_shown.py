@@ -347,6 +347,39 @@ def test_patched_nested_calls_stay_native(fc):
     assert (shown, borrowed, to_dict) == (1, 0, 1)
 
 
+class PassAtoms:
+    """pydantic's deepcopy(self.__pydantic_extra__, memo=memo) of None, and other atoms,
+    next to a container: the memo is looked up and left alone."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __deepcopy__(self, memo):
+        before = dict(memo)
+        atoms = [copy.deepcopy(a, memo=memo) for a in (None, 5, "s", 2.5, b"b", PassAtoms)]
+        assert dict(memo) == before
+        new = PassAtoms.__new__(PassAtoms)
+        new.items = copy.deepcopy(self.items, memo)
+        new.atoms = atoms
+        return new
+
+
+@pytest.mark.skipif(bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                    reason="free-threaded builds never go back to the native memo once it was "
+                           "shown: a reference count says nothing there about who holds it")
+def test_patched_atoms_with_a_shown_memo_borrow_nothing(fc):
+    # white box: an atomic x with the memo a hook was shown is answered from the lender's
+    # table, with no loan; the container next to it borrows as before
+    src = [PassAtoms([i, [i]]) for i in range(10)]
+    with fc.patched():
+        shown, borrowed, to_dict = _delta(lambda: fc.deepcopy(src))
+        res = fc.deepcopy(src)
+    assert (shown, borrowed, to_dict) == (10, 10, 0)
+    assert [r.atoms for r in res] == [[None, 5, "s", 2.5, b"b", PassAtoms]] * 10
+    assert [r.items for r in res] == [s.items for s in src]
+    assert all(r.items[1] is not s.items[1] for r, s in zip(res, src))
+
+
 @pytest.mark.skipif(bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
                     reason="free-threaded builds never go back to the native memo once it was "
                            "shown: a reference count says nothing there about who holds it")
