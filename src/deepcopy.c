@@ -850,6 +850,15 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     if (r <= 0) {
         return NULL;
     }
+    if (c->mode == FC_MEMO_NATIVE && PyTuple_CheckExact(state)) {
+        /* (dict or None, slots dict): a pair and a dict of our own, which
+           the memo keeps alive to the end like the copies -- hidden from
+           the collector as they are (memo.c, "Copies and the cyclic GC") */
+        if (fc_untrack(c, state) < 0 || fc_untrack(c, PyTuple_GET_ITEM(state, 1)) < 0) {
+            Py_DECREF(state);
+            return NULL;
+        }
+    }
     if (c->mode != FC_MEMO_NATIVE) {
         /* the memo is visible: _reconstruct's deepcopy(cls, memo) lookup is
            observable (a pre-seeded entry for the class changes the result),

@@ -470,6 +470,34 @@ def test_hook_sees_tracked_copies(pad):
     assert seen and all(seen)
 
 
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+@gc_padding
+def test_hook_sees_tracked_temporaries(impl, pad):
+    # the slot state pairs and dicts a call makes for __slots__ objects, and the sets it
+    # copies, are hidden from the GC like its copies; a hook sees all of them tracked
+    # again, as the stdlib's are, in the keep-alive list and among the memo's values
+    seen = []
+
+    class Look:
+        def __deepcopy__(self, memo):
+            keep = memo.get(id(memo), [])
+            seen.append(([gc.is_tracked(o) for o in keep if isinstance(o, (tuple, dict, set))],
+                         [gc.is_tracked(v) for v in memo.values()
+                          if isinstance(v, (tuple, dict, set, Slotted)) and v is not keep]))
+            return self
+    x = [[[] for _ in range(pad)], [Slotted(i, [i]) for i in range(3)],
+         [{"s%d" % i, i} for i in range(3)], Look()]
+    impl.deepcopy(x)
+    copy.deepcopy(x)
+    assert seen[0] == seen[1] and seen[0][0] and seen[0][1], seen
+
+
 # ---------------------------------------------------------------------------
 # heap buffers kept from one call for the next (memo.c, "Spare buffers")
 
