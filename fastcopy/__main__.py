@@ -39,6 +39,11 @@ def _parser():
                    help="smoke run: 3 short repeats, small payloads unless --size is given")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
                    help="samples per implementation (default 11, 3 with --quick)")
+    p.add_argument("--sample", type=float, default=None, metavar="SECONDS",
+                   help="time per sample (default 0.05, 0.002 with --quick; with --realistic "
+                        "0.03, 0.005 with --quick): long enough that every sample spans whole cycles of "
+                        "the collections the copies trigger -- at 0.01 s a 1 ms copy's median "
+                        "moved by 40%% between runs with whether it caught a full collection")
     p.add_argument("--no-gc", action="store_true",
                    help="disable the cyclic GC while sampling, as timeit does (default: "
                         "enabled, as in pyperformance)")
@@ -382,7 +387,7 @@ def main(argv=None, out=None, err=None):
 
     size = args.size or ("small" if args.quick else None)
     repeats = args.repeats or (3 if args.quick else 11)
-    target = 0.002 if args.quick else 0.01
+    target = args.sample or (0.002 if args.quick else 0.05)
 
     # patch() retargets copy.deepcopy's own code object, so a patched stdlib baseline would
     # time fastcopy against itself: unpatch for the run, restore afterwards.

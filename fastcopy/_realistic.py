@@ -1386,7 +1386,7 @@ def main(args, out, err, fastcopy_mod, copium_mod):
               % exc, file=err)
         return 2
     repeats = args.repeats or (3 if args.quick else 11)
-    target = 0.005 if args.quick else 0.03
+    target = getattr(args, "sample", None) or (0.005 if args.quick else 0.03)
     clock = args.clock or "cpu"
     modes = ("direct", "patched") if args.mode == "both" else (args.mode,)
     with_copium = copium_mod is not None
