@@ -72,7 +72,7 @@ enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
 /* FR_RECON phases */
 enum {
     R_ARGS = 0, R_STATE_REQ, R_STATE_GOT, R_LIST_START, R_LIST_NEXT,
-    R_LIST_GOT, R_DICT_START, R_DICT_NEXT, R_DICT_KEY, R_DICT_VAL
+    R_LIST_GOT, R_DICT_START, R_DICT_NEXT, R_DICT_KEY, R_DICT_VAL, R_SLOTS
 };
 
 /* FR_DICT phases */
@@ -88,6 +88,15 @@ struct FcRecon {
     unsigned int ptag;      /*   skip hasattr(y, "__setstate__") safely */
     unsigned int shows;     /* fresh: c->shows when y was made */
     int fresh;              /* y made by object.__new__ with the memo native */
+    /* R_SLOTS (fc_deep_slots): sl holds sl_cap names, then as many values,
+       then as many copies (strong; the first sl_n of each used, copies made
+       up to sl_i); sl_pos: the slot dict's entry place in the native memo,
+       still empty while sl_open; sl_d, sl_d2: that dict and its copy once
+       made for real (strong) */
+    PyObject **sl;
+    Py_ssize_t sl_cap, sl_n, sl_i, sl_pos;
+    PyObject *sl_d, *sl_d2;
+    int sl_open;
 };
 
 /* Is x copied as itself by deepcopy, with no memo involved? (native mode) */
@@ -136,6 +145,14 @@ fc_recon_free(FcRecon *r)
     Py_XDECREF(r->newargs);
     Py_XDECREF(r->key);
     Py_XDECREF(r->pval);
+    if (r->sl != NULL) {
+        for (Py_ssize_t j = 0; j < 3 * r->sl_cap; j++) {
+            Py_XDECREF(r->sl[j]);
+        }
+        PyMem_Free(r->sl);
+    }
+    Py_XDECREF(r->sl_d);
+    Py_XDECREF(r->sl_d2);
     PyMem_Free(r);
 }
 
@@ -154,12 +171,17 @@ fc_frame_release(FcFrame *f)
     }
 }
 
+static void fc_slots_abandon(FcCtx *c, FcRecon *r);
+
 /* Pop the top frame. */
 FC_INLINE void
 fc_pop(FcCtx *c)
 {
     FcFrame *f = &c->frames[--c->nframes];
     c->hook_depth -= f->hooked;
+    if (f->kind == FR_RECON && f->u.recon.r != NULL && f->u.recon.r->sl_open) {
+        fc_slots_abandon(c, f->u.recon.r);
+    }
     fc_frame_release(f);
 }
 
@@ -308,6 +330,44 @@ fc_dict_demote(FcFrame *f)
     return 0;
 }
 
+/* An R_SLOTS frame's slot dict and its copy so far, made for real and put in
+   their memo place: what the stdlib's memo holds while _deepcopy_dict is
+   copying the values (the copy gets each value's copy as it is made).
+   0 | -1+exc */
+static int
+fc_slots_demote(FcCtx *c, FcRecon *r)
+{
+    PyObject **sl = r->sl;
+    Py_ssize_t cap = r->sl_cap;
+    PyObject *d = fc_memo_pairs_dict(r->sl_n, sl, sl + cap);
+    PyObject *d2 = d != NULL ? fc_memo_pairs_dict(r->sl_i, sl, sl + 2 * cap) : NULL;
+    if (d2 == NULL) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    fc_memo_fill(&c->native, r->sl_pos, d, d2);
+    r->sl_d = d;
+    r->sl_d2 = d2;
+    r->sl_open = 0;
+    return 0;
+}
+
+/* An R_SLOTS frame popped with its place still empty (the walk failed):
+   the place gets what the stdlib's memo would hold.  Keeps the pending
+   exception. */
+static void
+fc_slots_abandon(FcCtx *c, FcRecon *r)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (fc_slots_demote(c, r) < 0) {
+        PyErr_Clear();
+        fc_memo_fill(&c->native, r->sl_pos, NULL, NULL);   /* dropped */
+        r->sl_open = 0;
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
 /* Before the memo is shown to Python code: no half-built dict may differ
    from the stdlib's.  0 | -1+exc */
 FC_INTERNAL int
@@ -316,6 +376,10 @@ fc_demote_all(FcCtx *c)
     for (Py_ssize_t i = 0; i < c->nframes; i++) {
         FcFrame *f = &c->frames[i];
         if (f->kind == FR_DICT && f->prefill && fc_dict_demote(f) < 0) {
+            return -1;
+        }
+        if (f->kind == FR_RECON && f->u.recon.r != NULL && f->u.recon.r->sl_open
+            && fc_slots_demote(c, f->u.recon.r) < 0) {
             return -1;
         }
     }
@@ -618,7 +682,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             f->phase = R_LIST_START;
             break;
         case R_STATE_GOT: {
-            int no_setstate = r->ptype != NULL && Py_TYPE(f->y) == r->ptype
+            int no_setstate = r->ptype != NULL && r->ptag != 0 && Py_TYPE(f->y) == r->ptype
                               && fc_type_tag(r->ptype) == r->ptag;
             /* a plain __dict__ update runs no user code; __setstate__ and
                slot setattr may */
@@ -638,6 +702,86 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 rc = fc_after_user_code(c);
             }
             Py_CLEAR(res);
+            if (rc < 0) {
+                return -1;
+            }
+            f->phase = R_LIST_START;
+            break;
+        }
+        case R_SLOTS: {
+            /* _deepcopy_dict of the slot dict: y2[key] = deepcopy(value)
+               for each, in order (fc_deep_slots) */
+            PyObject **sl = r->sl;
+            Py_ssize_t cap = r->sl_cap;
+            if (res != NULL) {
+                if (r->sl_d2 != NULL && PyDict_SetItem(r->sl_d2, sl[r->sl_i], res) < 0) {
+                    Py_DECREF(res);
+                    return -1;
+                }
+                sl[2 * cap + r->sl_i++] = res;
+                res = NULL;
+            }
+            while (r->sl_i < r->sl_n) {
+                PyObject *v = sl[cap + r->sl_i];
+                if (c->mode != FC_MEMO_NATIVE || !fc_deep_atomic(c, v)) {
+                    *out = Py_NewRef(v);
+                    return 1;
+                }
+                if (r->sl_d2 != NULL && PyDict_SetItem(r->sl_d2, sl[r->sl_i], v) < 0) {
+                    return -1;
+                }
+                sl[2 * cap + r->sl_i++] = Py_NewRef(v);
+            }
+            int no_setstate = r->ptag != 0 && Py_TYPE(f->y) == r->ptype
+                              && fc_type_tag(r->ptype) == r->ptag;
+            if (r->sl_open && no_setstate && c->mode == FC_MEMO_NATIVE) {
+                /* nobody saw the temporaries: they stay a ghost, and the
+                   state is applied from the copies -- `for key, value in
+                   slotstate.items(): setattr(y, key, value)` */
+                if (fc_memo_ghost_slots(&c->native, r->sl_pos, r->sl_n, sl, sl + cap,
+                                        sl + 2 * cap) < 0) {
+                    return -1;
+                }
+                r->sl_open = 0;
+                c->st->test.slot_ghosts++;
+                int rc = fc_before_user_code(c, 0);
+                for (Py_ssize_t j = 0; rc == 0 && j < r->sl_n; j++) {
+                    rc = PyObject_SetAttr(f->y, sl[j], sl[2 * cap + j]);
+                }
+                if (rc == 0) {
+                    rc = fc_after_user_code(c);
+                }
+                if (rc < 0) {
+                    return -1;
+                }
+                f->phase = R_LIST_START;
+                break;
+            }
+            /* made for real: the dict's keep-alive, then (None, dict) ->
+               (None, copy), kept alive, and the state applied as
+               R_STATE_GOT does */
+            if (r->sl_open && fc_slots_demote(c, r) < 0) {
+                return -1;
+            }
+            PyObject *t = NULL, *t2 = NULL;
+            int rc = fc_memo_keep_alive(c, r->sl_d);
+            if (rc == 0) {
+                t = PyTuple_Pack(2, Py_None, r->sl_d);
+                t2 = t != NULL ? PyTuple_Pack(2, Py_None, r->sl_d2) : NULL;
+                rc = t2 == NULL || fc_memo_store(c, t, t2) < 0 || fc_memo_keep_alive(c, t) < 0
+                     ? -1 : 0;
+            }
+            Py_XDECREF(t);
+            if (rc == 0) {
+                rc = fc_before_user_code(c, 0);
+            }
+            if (rc == 0) {
+                rc = fc_apply_state(st, f->y, t2, no_setstate ? FC_STATE_NO_SETSTATE : 0);
+            }
+            if (rc == 0) {
+                rc = fc_after_user_code(c);
+            }
+            Py_XDECREF(t2);
             if (rc < 0) {
                 return -1;
             }
@@ -834,6 +978,124 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
     return FC_PUSHED;
 }
 
+/* Most slots a state is copied for without its temporaries (a longer
+   list is checked for repeated names by pairs). */
+#define FC_SLOTS_MAX 32
+
+/* An FP_PLAIN instance with __slots__ and no __dict__, the memo native.
+   object.__reduce_ex__(4) gives the state (None, {slot: value}), which
+   _reconstruct deep-copies through the memo and applies with setattr; the
+   pair, the dict and their copies are temporaries nobody else sees, so they
+   are left a ghost (memo.c, "Ghosts") -- made, in the stdlib's order, only
+   if a hook is shown the memo while or after the values are copied.  The
+   values are read as the stdlib reads them (getattr, unset slots left
+   out), copied in order by the R_SLOTS phase, and set on y once all are.
+   Slot names that are not exact str or that repeat take fc_deep_plain's
+   road.  FC_PUSHED | NULL+exc | NULL, no exc: that road (nothing done) */
+static PyObject *
+fc_deep_slots(FcCtx *c, PyObject *x, FcPlan *p)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *names = p->slotnames;
+    Py_ssize_t cap = PyList_GET_SIZE(names);
+    if (cap == 0 || cap > FC_SLOTS_MAX) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < cap; i++) {
+        PyObject *a = PyList_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(a)) {
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < i; j++) {
+            /* exact str: no user code, no error */
+            if (PyUnicode_Compare(a, PyList_GET_ITEM(names, j)) == 0) {
+                return NULL;
+            }
+        }
+    }
+    unsigned int tag = p->tag;
+    PyObject **sl = PyMem_Calloc((size_t)(3 * cap), sizeof(PyObject *));
+    if (sl == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    /* _PyObject_GetState: getattr for each name, unset ones left out (names
+       is a reference of our own: user code in getattr may rebind the plan) */
+    Py_INCREF(names);
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); i++) {
+        PyObject *name = Py_NewRef(PyList_GET_ITEM(names, i)), *v;
+        int r = fc_lookup_attr(x, name, &v);
+        if (r >= 0 && cap != PyList_GET_SIZE(names)) {
+            if (r > 0) {
+                Py_DECREF(v);
+            }
+            PyErr_SetString(PyExc_RuntimeError, "__slotsname__ changed size during iteration");
+            r = -1;
+        }
+        if (r > 0) {
+            sl[n] = name;
+            sl[cap + n] = v;
+            n++;
+            continue;
+        }
+        Py_DECREF(name);
+        if (r < 0) {
+            Py_DECREF(names);
+            goto fail;
+        }
+    }
+    Py_DECREF(names);
+    /* copyreg.__newobj__(cls) == object.__new__(cls); memo[id(x)] = y */
+    PyObject *y = tp->tp_new(tp, c->st->empty_tuple, NULL);
+    if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
+        Py_XDECREF(y);
+        goto fail;
+    }
+    Py_ssize_t pos = -1;
+    if (n > 0 && (pos = fc_memo_placeholder(&c->native)) < 0) {
+        Py_DECREF(y);
+        goto fail;
+    }
+    PyObject *res = fc_push_recon(c, x, NULL, NULL, NULL, NULL, NULL, y);
+    Py_DECREF(y);
+    if (res != FC_PUSHED) {
+        if (pos >= 0) {
+            /* the place taken: what the stdlib's memo would hold */
+            FcRecon tmp = {0};
+            tmp.sl = sl;
+            tmp.sl_cap = cap;
+            tmp.sl_n = n;
+            tmp.sl_pos = pos;
+            fc_slots_abandon(c, &tmp);
+        }
+        goto fail;
+    }
+    FcFrame *f = &c->frames[c->nframes - 1];
+    FcRecon *rc = f->u.recon.r;
+    rc->ptype = tp;
+    rc->ptag = tag;
+    if (n > 0) {
+        /* state None when no slot is set: nothing to apply */
+        rc->sl = sl;
+        rc->sl_cap = cap;
+        rc->sl_n = n;
+        rc->sl_pos = pos;
+        rc->sl_open = 1;
+        f->phase = R_SLOTS;
+    }
+    else {
+        PyMem_Free(sl);
+    }
+    return FC_PUSHED;
+fail:
+    for (Py_ssize_t j = 0; j < 3 * cap; j++) {
+        Py_XDECREF(sl[j]);
+    }
+    PyMem_Free(sl);
+    return NULL;
+}
+
 /* An instance of a FP_PLAIN type: what object.__reduce_ex__(4) and
    _reconstruct would do, without the Python-level calls.  Returns
    NULL with no exception set when x itself shadows a hook (the caller
@@ -844,6 +1106,12 @@ fc_deep_plain(FcCtx *c, PyObject *x, FcPlan *p)
     PyTypeObject *tp = Py_TYPE(x);
     unsigned int tag = p->tag;
     PyObject *state, *y;
+    if (c->mode == FC_MEMO_NATIVE && p->has_slots && tp->tp_dictoffset == 0) {
+        PyObject *res = fc_deep_slots(c, x, p);
+        if (res != NULL || PyErr_Occurred()) {
+            return res;
+        }
+    }
     PyObject *names = p->has_slots ? Py_NewRef(p->slotnames) : NULL;
     int r = fc_plain_state(c->st, x, names, &state, 1);
     Py_XDECREF(names);

@@ -493,6 +493,7 @@ typedef struct {
     Py_ssize_t index_slots;       /* slots allocated for index (>= mask + 1) */
     PyObject **ghost;             /* temporaries not made yet: records of */
     Py_ssize_t nghost, capghost;  /*   FC_GHOST_HEAD words + items (memo.c) */
+    PyObject *grave;              /* list: temporaries whose address is a key */
     PyObject *miss;               /* the last key looked up and not found, */
     size_t miss_slot;             /*   and the free slot it would take; both */
                                   /*   forgotten by the next insertion */

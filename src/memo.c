@@ -130,6 +130,7 @@ fc_memo_init(FcMemo *m)
     m->index_slots = 0;
     m->ghost = NULL;
     m->nghost = m->capghost = 0;
+    m->grave = NULL;
     m->miss = NULL;
     m->miss_slot = 0;
     m->spare = NULL;
@@ -148,7 +149,7 @@ fc_memo_clear(FcMemo *m)
     FcSpare *sp = m->spare;
     if (m->n == 0 && m->nkeep == 0 && m->entries == m->small && m->keep == m->small_keep
         && m->index == NULL && m->ghost == NULL && m->mirror == NULL
-        && m->mirror_keep == NULL) {
+        && m->mirror_keep == NULL && m->grave == NULL) {
         /* nothing held (a nested call's table went back to its lender):
            only the scalars to reset */
         m->keep_pos = -1;
@@ -181,6 +182,7 @@ fc_memo_clear(FcMemo *m)
     }
     Py_CLEAR(m->mirror);
     Py_CLEAR(m->mirror_keep);
+    Py_CLEAR(m->grave);
     fc_memo_init(m);
     m->spare = sp;
 }
@@ -451,26 +453,50 @@ fc_memo_keep(FcMemo *m, PyObject *x)
 /* ------------------------------------------------------------------ */
 
 /*
- * set.__reduce__ is (type(s), (list(s),), None), and _reconstruct deep-
- * copies that list through the memo: the stdlib's memo gets id(list) -> a
- * new equal list, then the list in the keep-alive list, before the set's
- * own entry.  Both lists are garbage to everyone but the memo, and nobody
- * can look at the memo while it is native.  So a set of atomic items copied
- * then records a *ghost* instead of making them: an entry and a keep-alive
- * place left empty (key, value and keep NULL), and in m->ghost a record of
- * the list's items, in its order, as strong references -- the list as it
- * was, whatever happens to the set afterwards.  The first fc_memo_sync()
- * after it makes the two lists and puts them in their places
- * (fc_memo_resolve), so every dict shown holds the stdlib's entries in the
- * stdlib's order, and from then on they are ordinary entries.  The lists are
- * new objects, so their addresses are no key of the table (the invariant
- * above).  A record is FC_GHOST_HEAD words -- entry position, keep-alive
- * position, item count -- then the items.
+ * Some roads of the stdlib memoize temporaries nobody else ever sees:
+ *
+ *   - set.__reduce__ is (type(s), (list(s),), None), and _reconstruct
+ *     deep-copies that list through the memo: the memo gets id(list) -> a
+ *     new equal list, then the list in the keep-alive list, before the
+ *     set's own entry (FC_GHOST_SET);
+ *   - object.__reduce_ex__(4) of an instance with __slots__ and no
+ *     __dict__ gives the state (None, {slot: value}); _reconstruct deep-
+ *     copies it: id(dict) -> its copy first, then the values' entries, the
+ *     dict kept alive, then id(pair) -> (None, copy), the pair kept alive
+ *     (FC_GHOST_SLOTS; the walker's R_SLOTS phase, deepcopy.c).
+ *
+ * Nobody can look at the memo while it is native.  So the walker records a
+ * *ghost* instead of making them: entries and keep-alive places left empty
+ * (key, value and keep NULL), and in m->ghost a record of what the
+ * temporaries hold, as strong references -- as they were, whatever happens
+ * to the sources afterwards.  The first fc_memo_sync() after it makes them
+ * and puts them in their places (fc_memo_resolve), so every dict shown
+ * holds the stdlib's entries in the stdlib's order, and from then on they
+ * are ordinary entries.  They are new objects, so their addresses are no
+ * key of the table (the invariant above).  A record is FC_GHOST_HEAD words
+ * -- kind, n, entry and keep-alive positions (two of each for a slot
+ * state) -- then n items (a set's) or n names, n values and n copies.
+ *
+ * A slot state's dict entry comes before its values' entries, so the walker
+ * takes its place first, empty, with no record yet (fc_memo_placeholder);
+ * before the memo is shown, or when the walk fails, it fills it for real
+ * (fc_memo_fill).  Whatever dict it made then, which the stdlib's memo
+ * would not keep alive, stays in m->grave until the table goes, so that its
+ * address is never reused while it is a key.
  */
-#define FC_GHOST_HEAD 3
+enum { FC_GHOST_SET = 0, FC_GHOST_SLOTS = 1 };
+#define FC_GHOST_HEAD 6
 
 #define FC_GHOST_WORD(v) ((PyObject *)(uintptr_t)(v))
 #define FC_GHOST_SIZE(w) ((Py_ssize_t)(uintptr_t)(w))
+
+/* references held by a record after its head */
+FC_INLINE Py_ssize_t
+fc_ghost_refs(PyObject *const *rec)
+{
+    Py_ssize_t n = FC_GHOST_SIZE(rec[1]);
+    return FC_GHOST_SIZE(rec[0]) == FC_GHOST_SLOTS ? 3 * n : n;
+}
 
 /* Drop the items of every record; the buffer stays. */
 static void
@@ -480,20 +506,20 @@ fc_ghost_release(FcMemo *m)
     m->nghost = 0;
     while (i < end) {
         PyObject **rec = m->ghost + i;
-        Py_ssize_t n = FC_GHOST_SIZE(rec[2]);
+        Py_ssize_t n = fc_ghost_refs(rec);
         for (Py_ssize_t j = 0; j < n; j++) {
-            Py_DECREF(rec[FC_GHOST_HEAD + j]);
+            Py_XDECREF(rec[FC_GHOST_HEAD + j]);
         }
         i += FC_GHOST_HEAD + n;
     }
 }
 
-/* Room for a record of n items.  The item places, for the caller to fill
-   with strong references before fc_memo_ghost_add | NULL+exc */
-FC_INTERNAL PyObject **
-fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n)
+/* Room for a record of `refs` references.  Their places, for the caller
+   to fill | NULL+exc */
+static PyObject **
+fc_ghost_room(FcMemo *m, Py_ssize_t refs)
 {
-    Py_ssize_t need = m->nghost + FC_GHOST_HEAD + n;
+    Py_ssize_t need = m->nghost + FC_GHOST_HEAD + refs;
     if (need > m->capghost) {
         Py_ssize_t ncap = m->capghost ? m->capghost * 2 : 256;
         while (ncap < need) {
@@ -518,73 +544,200 @@ fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n)
     return m->ghost + m->nghost + FC_GHOST_HEAD;
 }
 
-/* The ghost of `list` (the n items just stored in the reserved places,
-   stolen: released on failure too): memo[id(list)] = list's copy, then
-   _keep_alive(list).  No user code.  0 | -1+exc */
+FC_INTERNAL PyObject **
+fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n)
+{
+    return fc_ghost_room(m, n);
+}
+
+/* An empty entry, for a ghost.  its position | -1+exc */
+static Py_ssize_t
+fc_ghost_entry(FcMemo *m)
+{
+    if (m->n == m->cap && fc_memo_grow(m) < 0) {
+        return -1;
+    }
+    Py_ssize_t pos = m->n++;
+    m->entries[pos].key = NULL;
+    m->entries[pos].value = NULL;
+    return pos;
+}
+
+/* An empty keep-alive place, for a ghost.  its position | -1+exc */
+static Py_ssize_t
+fc_ghost_keep(FcMemo *m)
+{
+    if (fc_memo_keep_room(m) < 0) {
+        return -1;
+    }
+    m->keep[m->nkeep] = NULL;
+    return m->nkeep++;
+}
+
 FC_INTERNAL int
 fc_memo_ghost_add(FcMemo *m, Py_ssize_t n)
 {
     PyObject **rec = m->ghost + m->nghost;
-    if ((m->n == m->cap && fc_memo_grow(m) < 0)) {
-        goto fail;
+    Py_ssize_t n0 = m->n, k0 = m->nkeep, epos, kpos;
+    if ((epos = fc_ghost_entry(m)) < 0 || (kpos = fc_ghost_keep(m)) < 0) {
+        m->n = n0;
+        m->nkeep = k0;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_DECREF(rec[FC_GHOST_HEAD + j]);
+        }
+        return -1;
     }
-    Py_ssize_t epos = m->n;
-    m->entries[epos].key = NULL;
-    m->entries[epos].value = NULL;
-    m->n++;
-    if (fc_memo_keep_room(m) < 0) {
-        m->n--;
-        goto fail;
-    }
-    m->keep[m->nkeep] = NULL;
-    rec[0] = FC_GHOST_WORD(epos);
-    rec[1] = FC_GHOST_WORD(m->nkeep);
-    rec[2] = FC_GHOST_WORD(n);
-    m->nkeep++;
+    rec[0] = FC_GHOST_WORD(FC_GHOST_SET);
+    rec[1] = FC_GHOST_WORD(n);
+    rec[2] = FC_GHOST_WORD(epos);
+    rec[3] = FC_GHOST_WORD(kpos);
+    rec[4] = rec[5] = NULL;
     m->nghost += FC_GHOST_HEAD + n;
     return 0;
-fail:
-    for (Py_ssize_t j = 0; j < n; j++) {
-        Py_DECREF(rec[FC_GHOST_HEAD + j]);
-    }
-    return -1;
 }
 
-/* Make every ghost's two lists and put them in the table.  0 | -1+exc
+FC_INTERNAL Py_ssize_t
+fc_memo_placeholder(FcMemo *m)
+{
+    return fc_ghost_entry(m);
+}
+
+/* Index entry `pos` under its key (the index has room: empty entries
+   count in m->n). */
+static void
+fc_memo_index_at(FcMemo *m, Py_ssize_t pos)
+{
+    if (m->mask != 0) {
+        size_t mask = (size_t)m->mask, j = fc_memo_hash(m->entries[pos].key) & mask;
+        while (m->index[j] != 0) {
+            j = (j + 1) & mask;
+        }
+        m->index[j] = (int32_t)(pos + 1);
+        m->miss = NULL;
+    }
+}
+
+/* An entry dropped for good (its temporaries could not be made): a key no
+   object has, never synced and never read through (its value is None). */
+static char fc_memo_dead_tag;
+#define fc_memo_dead (*(PyObject *)(void *)&fc_memo_dead_tag)
+
+FC_INTERNAL void
+fc_memo_fill(FcMemo *m, Py_ssize_t pos, PyObject *key, PyObject *value)
+{
+    FC_ASSERT(m->entries[pos].key == NULL && m->entries[pos].value == NULL);
+    if (key == NULL || value == NULL
+        || (m->grave == NULL && (m->grave = PyList_New(0)) == NULL)
+        || PyList_Append(m->grave, key) < 0) {
+        /* out of memory while a walk fails: the stdlib's memo would hold
+           this entry, ours cannot */
+        PyErr_Clear();
+        m->entries[pos].key = &fc_memo_dead;
+        m->entries[pos].value = Py_NewRef(Py_None);
+        fc_memo_index_at(m, pos);
+        return;
+    }
+    m->entries[pos].key = key;
+    m->entries[pos].value = Py_NewRef(value);
+    fc_memo_index_at(m, pos);
+}
+
+FC_INTERNAL int
+fc_memo_ghost_slots(FcMemo *m, Py_ssize_t dpos, Py_ssize_t n, PyObject *const *names,
+                    PyObject *const *values, PyObject *const *copies)
+{
+    PyObject **items = fc_ghost_room(m, 3 * n);
+    if (items == NULL) {
+        return -1;
+    }
+    PyObject **rec = items - FC_GHOST_HEAD;
+    Py_ssize_t n0 = m->n, k0 = m->nkeep, dk, tpos, tk;
+    if ((dk = fc_ghost_keep(m)) < 0 || (tpos = fc_ghost_entry(m)) < 0
+        || (tk = fc_ghost_keep(m)) < 0) {
+        m->n = n0;
+        m->nkeep = k0;
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        items[j] = Py_NewRef(names[j]);
+        items[n + j] = Py_NewRef(values[j]);
+        items[2 * n + j] = Py_NewRef(copies[j]);
+    }
+    rec[0] = FC_GHOST_WORD(FC_GHOST_SLOTS);
+    rec[1] = FC_GHOST_WORD(n);
+    rec[2] = FC_GHOST_WORD(dpos);
+    rec[3] = FC_GHOST_WORD(dk);
+    rec[4] = FC_GHOST_WORD(tpos);
+    rec[5] = FC_GHOST_WORD(tk);
+    m->nghost += FC_GHOST_HEAD + 3 * n;
+    return 0;
+}
+
+/* {names[j]: values[j]}.  new ref | NULL+exc */
+FC_INTERNAL PyObject *
+fc_memo_pairs_dict(Py_ssize_t n, PyObject *const *names, PyObject *const *values)
+{
+    PyObject *d = _PyDict_NewPresized(n);
+    for (Py_ssize_t j = 0; d != NULL && j < n; j++) {
+        if (PyDict_SetItem(d, names[j], values[j]) < 0) {
+            Py_CLEAR(d);
+        }
+    }
+    return d;
+}
+
+/* Put obj (a new ref, stolen) at entry `pos` with value val (a new ref,
+   stolen), held alive by keep place `kpos`. */
+static void
+fc_ghost_put(FcMemo *m, Py_ssize_t pos, Py_ssize_t kpos, PyObject *obj, PyObject *val)
+{
+    m->entries[pos].key = obj;
+    m->entries[pos].value = val;
+    m->keep[kpos] = obj;
+    fc_memo_index_at(m, pos);
+}
+
+/* Make every ghost's temporaries and put them in the table.  0 | -1+exc
    (then the ghosts made so far are entries, the rest still ghosts) */
 static int
 fc_memo_resolve(FcMemo *m)
 {
     for (Py_ssize_t i = 0; i < m->nghost;) {
-        PyObject **rec = m->ghost + i;
-        Py_ssize_t epos = FC_GHOST_SIZE(rec[0]), kpos = FC_GHOST_SIZE(rec[1]);
-        Py_ssize_t n = FC_GHOST_SIZE(rec[2]);
-        i += FC_GHOST_HEAD + n;
-        if (m->entries[epos].key != NULL) {
+        PyObject **rec = m->ghost + i, **it = rec + FC_GHOST_HEAD;
+        Py_ssize_t kind = FC_GHOST_SIZE(rec[0]), n = FC_GHOST_SIZE(rec[1]);
+        Py_ssize_t epos = FC_GHOST_SIZE(rec[2]), kpos = FC_GHOST_SIZE(rec[3]);
+        i += FC_GHOST_HEAD + fc_ghost_refs(rec);
+        if (m->keep[kpos] != NULL) {
             continue;                   /* made by an earlier, failed run */
         }
-        /* a collection in PyList_New runs no code that can reach m */
-        PyObject *l = PyList_New(n), *l2 = l != NULL ? PyList_New(n) : NULL;
-        if (l2 == NULL) {
-            Py_XDECREF(l);
+        /* a collection in these allocations runs no code that can reach m */
+        if (kind == FC_GHOST_SET) {
+            PyObject *l = PyList_New(n), *l2 = l != NULL ? PyList_New(n) : NULL;
+            if (l2 == NULL) {
+                Py_XDECREF(l);
+                return -1;
+            }
+            for (Py_ssize_t j = 0; j < n; j++) {
+                PyList_SET_ITEM(l, j, Py_NewRef(it[j]));
+                PyList_SET_ITEM(l2, j, Py_NewRef(it[j]));
+            }
+            fc_ghost_put(m, epos, kpos, l, l2);
+            continue;
+        }
+        /* the slot state: (None, d) -> (None, d2), d -> d2 */
+        Py_ssize_t tpos = FC_GHOST_SIZE(rec[4]), tk = FC_GHOST_SIZE(rec[5]);
+        PyObject *d = fc_memo_pairs_dict(n, it, it + n);
+        PyObject *d2 = d != NULL ? fc_memo_pairs_dict(n, it, it + 2 * n) : NULL;
+        PyObject *t = d2 != NULL ? PyTuple_Pack(2, Py_None, d) : NULL;
+        PyObject *t2 = t != NULL ? PyTuple_Pack(2, Py_None, d2) : NULL;
+        if (t2 == NULL) {
+            Py_XDECREF(d);
+            Py_XDECREF(d2);
+            Py_XDECREF(t);
             return -1;
         }
-        for (Py_ssize_t j = 0; j < n; j++) {
-            PyList_SET_ITEM(l, j, Py_NewRef(rec[FC_GHOST_HEAD + j]));
-            PyList_SET_ITEM(l2, j, Py_NewRef(rec[FC_GHOST_HEAD + j]));
-        }
-        m->entries[epos].key = l;
-        m->entries[epos].value = l2;
-        m->keep[kpos] = l;              /* the keep-alive holds the list */
-        if (m->mask != 0) {
-            /* the index has room: ghosts count in m->n */
-            size_t mask = (size_t)m->mask, j = fc_memo_hash(l) & mask;
-            while (m->index[j] != 0) {
-                j = (j + 1) & mask;
-            }
-            m->index[j] = (int32_t)(epos + 1);
-            m->miss = NULL;
-        }
+        fc_ghost_put(m, epos, kpos, d, d2);
+        fc_ghost_put(m, tpos, tk, t, t2);
     }
     fc_ghost_release(m);
     return 0;
@@ -786,6 +939,11 @@ fc_memo_sync(FcMemo *m)
         if (i == m->n) {
             break;
         }
+        if (m->entries[i].key == &fc_memo_dead) {
+            m->mir_n = i + 1;
+            continue;
+        }
+        FC_ASSERT(m->entries[i].key != NULL);
         PyObject *k = PyLong_FromVoidPtr(m->entries[i].key);
         if (k == NULL) {
             return -1;
@@ -819,7 +977,12 @@ fc_memo_to_dict(FcCtx *c)
         c->memo = Py_NewRef(m->mirror);
     }
     c->mode = FC_MEMO_DICT;
+    /* the dict keeps the ids of the temporaries in m->grave: they stay
+       alive to the end of the call, so those ids stay theirs */
+    PyObject *grave = m->grave;
+    m->grave = NULL;
     fc_memo_clear(m);
+    m->grave = grave;
     m->dict_truth = 1;
     c->st->test.memo_to_dict++;
 }

@@ -51,13 +51,27 @@ FC_INTERNAL_INLINE int fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
    (its maker failed).  y | NULL+exc */
 FC_INTERNAL_INLINE PyObject *fc_memo_done(FcCtx *c, PyObject *x, PyObject *y);
 
-/* A ghost (memo.c, "Ghosts"): set.__reduce__'s temporary list of n atomic
-   items, memoized and kept alive as the stdlib would, made only if the
-   memo is shown.  Native memo only.  reserve: the n places to fill with
-   strong references to the items | NULL+exc; add: record them (stolen,
-   also on failure; no user code).  0 | -1+exc */
+/* Ghosts (memo.c, "Ghosts"): the stdlib's temporaries, memoized and kept
+   alive as it would, made only if the memo is shown.  Native memo only; no
+   user code.
+   A set's list of n atomic items: reserve the n places to fill with strong
+   references (NULL+exc), then add (the references stolen, also on
+   failure).  0 | -1+exc
+   A slot state (None, {names: values}) copied as (None, {names: copies}):
+   the dict's entry comes first, so take its place (placeholder: position
+   | -1+exc) before the values are copied; then either ghost_slots once
+   they all are (new references taken; 0 | -1+exc), or fill the place with
+   the dict and its copy made for real (borrowed; never fails: without
+   memory the entry is dropped).  pairs_dict makes such a dict.  */
 FC_INTERNAL PyObject **fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n);
 FC_INTERNAL int fc_memo_ghost_add(FcMemo *m, Py_ssize_t n);
+FC_INTERNAL Py_ssize_t fc_memo_placeholder(FcMemo *m);
+FC_INTERNAL int fc_memo_ghost_slots(FcMemo *m, Py_ssize_t dpos, Py_ssize_t n,
+                                    PyObject *const *names, PyObject *const *values,
+                                    PyObject *const *copies);
+FC_INTERNAL void fc_memo_fill(FcMemo *m, Py_ssize_t pos, PyObject *key, PyObject *value);
+FC_INTERNAL PyObject *fc_memo_pairs_dict(Py_ssize_t n, PyObject *const *names,
+                                         PyObject *const *values);
 
 /* Showing the memo to user code (memo.c, "Showing the memo").
    fc_memo_show: about to hand c->memo to a hook; makes it the stdlib's

@@ -1363,6 +1363,11 @@ fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp)
     p->tag = fc_type_tag(tp);
     p->meta_tag = meta_tag;
     p->gen = gen;
+    /* the caller's copy carries them too: its walker compares the tag
+       again after user code ran (a 0 there matched a type modified since) */
+    tmp->tag = p->tag;
+    tmp->meta_tag = meta_tag;
+    tmp->gen = gen;
     fc_plan_write_end(p);
     PyMutex_Unlock(&st->plan_lock);
     Py_XDECREF(old_type);

@@ -259,6 +259,44 @@ def test_sets_changed_and_freed_by_finalizers(fc):
     """)
 
 
+def test_slot_objects_changed_and_freed_by_finalizers(fc):
+    # the __slots__ road reads the slots, then allocates the copy and walks the values
+    # from its own array, and may leave the state a ghost until a hook is shown the memo
+    _child(prefix=_BOMB, code="""
+    class S:
+        __slots__ = ("a", "b", "__weakref__")
+    class Peek:
+        seen = []
+        def __deepcopy__(self, memo):
+            Peek.seen.append(len(memo))
+            return self
+    for t in (1, 2, 3, 5):
+        src = []
+        for i in range(300):
+            s = S(); s.a = [i]; s.b = "v%d" % i
+            src.append(s)
+        def change():
+            for s in src[::7]:
+                s.a = ["changed"]
+                try:
+                    del s.b
+                except AttributeError:
+                    pass
+        bomb(change)
+        bomb(lambda: src.__delitem__(slice(150, 300)))   # frees objects only src held
+        src.append(Peek())
+        gc.set_threshold(t)
+        r = fastcopy.deepcopy(src)
+        gc.set_threshold(700)
+        assert type(r) is list and len(r) in (151, 301), len(r)
+        for i, y in enumerate(r[:-1]):
+            assert type(y) is S and y.a in ([i], ["changed"]), (i, y.a)
+            assert getattr(y, "b", None) in ("v%d" % i, None), i
+        assert Peek.seen.pop() > 0
+    print("ok")
+    """)
+
+
 def test_uuids_changed_by_a_hook_mid_copy():
     # deterministic: a hook between the UUIDs changes and drops later ones; the memo goes
     # back to native after it (GIL builds), so the UUIDs after it take the native road again
