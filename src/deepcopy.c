@@ -131,8 +131,23 @@ fc_after_user_code(FcCtx *c)
 /* The work stack                                                      */
 /* ------------------------------------------------------------------ */
 
+/* A reconstruct frame's state block: the last one freed is kept in the
+   spare buffers (a reduce per call needs no malloc).  zeroed | NULL+exc */
+static FcRecon *
+fc_recon_alloc(FcSpare *sp)
+{
+    size_t got;
+    FcRecon *r = fc_spare_take(sp, FC_SPARE_RECON, sizeof(FcRecon), &got);
+    if (r == NULL && (r = PyMem_Malloc(sizeof(FcRecon))) == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memset(r, 0, sizeof(FcRecon));
+    return r;
+}
+
 static void
-fc_recon_free(FcRecon *r)
+fc_recon_free(FcSpare *sp, FcRecon *r)
 {
     if (r == NULL) {
         return;
@@ -153,11 +168,24 @@ fc_recon_free(FcRecon *r)
     }
     Py_XDECREF(r->sl_d);
     Py_XDECREF(r->sl_d2);
-    PyMem_Free(r);
+    fc_spare_give(sp, FC_SPARE_RECON, r, sizeof(FcRecon));
+}
+
+static void fc_slots_abandon(FcCtx *c, FcRecon *r);
+
+/* A reconstruct frame's block, an R_SLOTS one still holding an empty memo
+   place first given what the stdlib's memo would hold there. */
+static void
+fc_recon_release(FcCtx *c, FcRecon *r)
+{
+    if (r != NULL && r->sl_open) {
+        fc_slots_abandon(c, r);
+    }
+    fc_recon_free(c->native.spare, r);
 }
 
 FC_INLINE void
-fc_frame_release(FcFrame *f)
+fc_frame_release(FcCtx *c, FcFrame *f)
 {
     Py_CLEAR(f->x);
     Py_CLEAR(f->y);
@@ -166,12 +194,10 @@ fc_frame_release(FcFrame *f)
         Py_CLEAR(f->u.dict.val);
     }
     else if (f->kind == FR_RECON) {
-        fc_recon_free(f->u.recon.r);
+        fc_recon_release(c, f->u.recon.r);
         f->u.recon.r = NULL;
     }
 }
-
-static void fc_slots_abandon(FcCtx *c, FcRecon *r);
 
 /* Pop the top frame. */
 FC_INLINE void
@@ -179,10 +205,7 @@ fc_pop(FcCtx *c)
 {
     FcFrame *f = &c->frames[--c->nframes];
     c->hook_depth -= f->hooked;
-    if (f->kind == FR_RECON && f->u.recon.r != NULL && f->u.recon.r->sl_open) {
-        fc_slots_abandon(c, f->u.recon.r);
-    }
-    fc_frame_release(f);
+    fc_frame_release(c, f);
 }
 
 /* Room for one more frame.  0 | -1+exc */
@@ -641,6 +664,90 @@ fc_method_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return *out == NULL ? -1 : 0;
 }
 
+/* The R_SLOTS phase of a reconstruct frame (fc_deep_slots): res is the
+   last value's copy (stolen) or NULL.  1 (*out: the next value to copy) |
+   0 done, the state applied | -1+exc.  Kept out of fc_recon_resume, which
+   the walker's loop inlines. */
+FC_NOINLINE int
+fc_slots_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    FcState *st = c->st;
+    FcRecon *r = f->u.recon.r;
+    /* _deepcopy_dict of the slot dict: y2[key] = deepcopy(value)
+       for each, in order (fc_deep_slots) */
+    PyObject **sl = r->sl;
+    Py_ssize_t cap = r->sl_cap;
+    if (res != NULL) {
+        if (r->sl_d2 != NULL && PyDict_SetItem(r->sl_d2, sl[r->sl_i], res) < 0) {
+            Py_DECREF(res);
+            return -1;
+        }
+        sl[2 * cap + r->sl_i++] = res;
+        res = NULL;
+    }
+    while (r->sl_i < r->sl_n) {
+        PyObject *v = sl[cap + r->sl_i];
+        if (c->mode != FC_MEMO_NATIVE || !fc_deep_atomic(c, v)) {
+            *out = Py_NewRef(v);
+            return 1;
+        }
+        if (r->sl_d2 != NULL && PyDict_SetItem(r->sl_d2, sl[r->sl_i], v) < 0) {
+            return -1;
+        }
+        sl[2 * cap + r->sl_i++] = Py_NewRef(v);
+    }
+    int no_setstate = r->ptag != 0 && Py_TYPE(f->y) == r->ptype
+                      && fc_type_tag(r->ptype) == r->ptag;
+    if (r->sl_open && no_setstate && c->mode == FC_MEMO_NATIVE) {
+        /* nobody saw the temporaries: they stay a ghost, and the
+           state is applied from the copies -- `for key, value in
+           slotstate.items(): setattr(y, key, value)` */
+        if (fc_memo_ghost_slots(&c->native, r->sl_pos, r->sl_n, sl, sl + cap,
+                                sl + 2 * cap) < 0) {
+            return -1;
+        }
+        r->sl_open = 0;
+        c->st->test.slot_ghosts++;
+        int rc = fc_before_user_code(c, 0);
+        for (Py_ssize_t j = 0; rc == 0 && j < r->sl_n; j++) {
+            rc = PyObject_SetAttr(f->y, sl[j], sl[2 * cap + j]);
+        }
+        if (rc == 0) {
+            rc = fc_after_user_code(c);
+        }
+        if (rc < 0) {
+            return -1;
+        }
+        return 0;
+    }
+    /* made for real: the dict's keep-alive, then (None, dict) ->
+       (None, copy), kept alive, and the state applied as
+       R_STATE_GOT does */
+    if (r->sl_open && fc_slots_demote(c, r) < 0) {
+        return -1;
+    }
+    PyObject *t = NULL, *t2 = NULL;
+    int rc = fc_memo_keep_alive(c, r->sl_d);
+    if (rc == 0) {
+        t = PyTuple_Pack(2, Py_None, r->sl_d);
+        t2 = t != NULL ? PyTuple_Pack(2, Py_None, r->sl_d2) : NULL;
+        rc = t2 == NULL || fc_memo_store(c, t, t2) < 0 || fc_memo_keep_alive(c, t) < 0
+             ? -1 : 0;
+    }
+    Py_XDECREF(t);
+    if (rc == 0) {
+        rc = fc_before_user_code(c, 0);
+    }
+    if (rc == 0) {
+        rc = fc_apply_state(st, f->y, t2, no_setstate ? FC_STATE_NO_SETSTATE : 0);
+    }
+    if (rc == 0) {
+        rc = fc_after_user_code(c);
+    }
+    Py_XDECREF(t2);
+    return rc < 0 ? -1 : 0;
+}
+
 /* _reconstruct(x, memo, func, args, state, listiter, dictiter), deep */
 static int
 fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
@@ -709,81 +816,10 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             break;
         }
         case R_SLOTS: {
-            /* _deepcopy_dict of the slot dict: y2[key] = deepcopy(value)
-               for each, in order (fc_deep_slots) */
-            PyObject **sl = r->sl;
-            Py_ssize_t cap = r->sl_cap;
-            if (res != NULL) {
-                if (r->sl_d2 != NULL && PyDict_SetItem(r->sl_d2, sl[r->sl_i], res) < 0) {
-                    Py_DECREF(res);
-                    return -1;
-                }
-                sl[2 * cap + r->sl_i++] = res;
-                res = NULL;
-            }
-            while (r->sl_i < r->sl_n) {
-                PyObject *v = sl[cap + r->sl_i];
-                if (c->mode != FC_MEMO_NATIVE || !fc_deep_atomic(c, v)) {
-                    *out = Py_NewRef(v);
-                    return 1;
-                }
-                if (r->sl_d2 != NULL && PyDict_SetItem(r->sl_d2, sl[r->sl_i], v) < 0) {
-                    return -1;
-                }
-                sl[2 * cap + r->sl_i++] = Py_NewRef(v);
-            }
-            int no_setstate = r->ptag != 0 && Py_TYPE(f->y) == r->ptype
-                              && fc_type_tag(r->ptype) == r->ptag;
-            if (r->sl_open && no_setstate && c->mode == FC_MEMO_NATIVE) {
-                /* nobody saw the temporaries: they stay a ghost, and the
-                   state is applied from the copies -- `for key, value in
-                   slotstate.items(): setattr(y, key, value)` */
-                if (fc_memo_ghost_slots(&c->native, r->sl_pos, r->sl_n, sl, sl + cap,
-                                        sl + 2 * cap) < 0) {
-                    return -1;
-                }
-                r->sl_open = 0;
-                c->st->test.slot_ghosts++;
-                int rc = fc_before_user_code(c, 0);
-                for (Py_ssize_t j = 0; rc == 0 && j < r->sl_n; j++) {
-                    rc = PyObject_SetAttr(f->y, sl[j], sl[2 * cap + j]);
-                }
-                if (rc == 0) {
-                    rc = fc_after_user_code(c);
-                }
-                if (rc < 0) {
-                    return -1;
-                }
-                f->phase = R_LIST_START;
-                break;
-            }
-            /* made for real: the dict's keep-alive, then (None, dict) ->
-               (None, copy), kept alive, and the state applied as
-               R_STATE_GOT does */
-            if (r->sl_open && fc_slots_demote(c, r) < 0) {
-                return -1;
-            }
-            PyObject *t = NULL, *t2 = NULL;
-            int rc = fc_memo_keep_alive(c, r->sl_d);
-            if (rc == 0) {
-                t = PyTuple_Pack(2, Py_None, r->sl_d);
-                t2 = t != NULL ? PyTuple_Pack(2, Py_None, r->sl_d2) : NULL;
-                rc = t2 == NULL || fc_memo_store(c, t, t2) < 0 || fc_memo_keep_alive(c, t) < 0
-                     ? -1 : 0;
-            }
-            Py_XDECREF(t);
-            if (rc == 0) {
-                rc = fc_before_user_code(c, 0);
-            }
-            if (rc == 0) {
-                rc = fc_apply_state(st, f->y, t2, no_setstate ? FC_STATE_NO_SETSTATE : 0);
-            }
-            if (rc == 0) {
-                rc = fc_after_user_code(c);
-            }
-            Py_XDECREF(t2);
-            if (rc < 0) {
-                return -1;
+            int rc = fc_slots_resume(c, f, res, out);
+            res = NULL;
+            if (rc != 0) {
+                return rc;          /* 1: a value to copy; -1: error */
             }
             f->phase = R_LIST_START;
             break;
@@ -941,14 +977,13 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
               PyObject *state, PyObject *listiter, PyObject *dictiter,
               PyObject *y)
 {
-    FcRecon *r = PyMem_Calloc(1, sizeof(FcRecon));
+    FcRecon *r = fc_recon_alloc(c->native.spare);
     if (r == NULL) {
         Py_XDECREF(func);
         Py_XDECREF(args);
         Py_XDECREF(state);
         Py_XDECREF(listiter);
         Py_XDECREF(dictiter);
-        PyErr_NoMemory();
         return NULL;
     }
     r->func = func;
@@ -958,7 +993,7 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
     r->dictiter = dictiter;
     FcFrame *f = fc_push(c, FR_RECON, x, y);
     if (f == NULL) {
-        fc_recon_free(r);
+        fc_recon_free(c->native.spare, r);
         return NULL;
     }
     f->u.recon.r = r;
@@ -992,7 +1027,7 @@ fc_push_recon(FcCtx *c, PyObject *x, PyObject *func, PyObject *args,
    out), copied in order by the R_SLOTS phase, and set on y once all are.
    Slot names that are not exact str or that repeat take fc_deep_plain's
    road.  FC_PUSHED | NULL+exc | NULL, no exc: that road (nothing done) */
-static PyObject *
+FC_NOINLINE PyObject *
 fc_deep_slots(FcCtx *c, PyObject *x, FcPlan *p)
 {
     PyTypeObject *tp = Py_TYPE(x);
