@@ -1254,10 +1254,11 @@ fc_deep_odict(FcCtx *c, PyObject *x)
  *   set / frozenset   set.__reduce__ is (type(s), (list(s),), None): the
  *       list is a temporary that _reconstruct deep-copies through the memo,
  *       so the memo gets id(list) -> its copy and keeps the list alive,
- *       before id(s) -> the new set.  A later hook can see all that, so the
- *       temporaries are made and memoized even while the memo is native.
- *       All items atomic: the copy is made at once; otherwise the list is
- *       walked by an ordinary reconstruct frame.  Building the new set runs
+ *       before id(s) -> the new set.  A later hook can see all that.  All
+ *       items atomic, memo native: the copy is made at once and the two
+ *       lists are a ghost, made only if the memo is shown (memo.c,
+ *       "Ghosts"); otherwise the list is made and walked by an ordinary
+ *       reconstruct frame.  Building the new set runs
  *       the items' __hash__/__eq__ (user code, unless every item is quiet).
  *   Decimal     __deepcopy__ (C) returns self: no memo entry.
  *   numpy scalars (not void)   numpy.generic.__deepcopy__ (C) returns self
@@ -1277,42 +1278,6 @@ fc_deep_odict(FcCtx *c, PyObject *x)
  * Decimal and Fraction, which never touch the memo, in every mode.
  * Anything unexpected takes the generic road before any side effect.
  */
-
-/* list(x) for an exact set or frozenset: set.__reduce__'s list, in the
-   set's iteration order.  new ref | NULL+exc */
-static PyObject *
-fc_set_items(PyObject *x)
-{
-#if FC_PY313_PLUS
-    /* _PySet_NextEntry is internal from 3.13 */
-    return PySequence_List(x);
-#else
-    Py_ssize_t n = PySet_GET_SIZE(x), pos = 0, i = 0;
-    PyObject *items = PyList_New(n);
-    if (items == NULL) {
-        return NULL;
-    }
-    /* PyList_New can collect garbage (3.10/3.11), and a finalizer can
-       change x: then list(x) as the stdlib does it */
-    if (PySet_GET_SIZE(x) != n) {
-        Py_DECREF(items);
-        return PySequence_List(x);
-    }
-    /* the table is scanned in slot order, as the set iterator scans it;
-       nothing here allocates or runs user code */
-    PySetObject *so = (PySetObject *)x;
-    setentry *table = so->table;
-    for (; i < n && pos <= so->mask; pos++) {
-        PyObject *key = table[pos].key;
-        if (key != NULL && key != _PySet_Dummy) {
-            PyList_SET_ITEM(items, i, Py_NewRef(key));
-            i++;
-        }
-    }
-    FC_ASSERT(i == n);
-    return items;
-#endif
-}
 
 /* The items of an exact set or frozenset of atomic items, memo native:
    stored as strong references in n fresh ghost places (fc_memo_ghost_reserve)
@@ -1437,7 +1402,8 @@ fc_deep_set(FcCtx *c, PyObject *x)
         }
         return fc_memo_done(c, x, y);
     }
-    PyObject *items = fc_set_items(x);
+    /* set.__reduce__'s list(x), which a reconstruct frame walks */
+    PyObject *items = PySequence_List(x);
     if (items == NULL) {
         return NULL;
     }
