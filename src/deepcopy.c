@@ -1279,13 +1279,16 @@ fc_deep_odict(FcCtx *c, PyObject *x)
  * Anything unexpected takes the generic road before any side effect.
  */
 
+#define FC_SET_HASHES 32
+
 /* The items of an exact set or frozenset of atomic items, memo native:
    stored as strong references in n fresh ghost places (fc_memo_ghost_reserve)
    in the set's iteration order (*items: the first place), *quiet: whether
-   hashing them runs no user code.
+   hashing them runs no user code; the first FC_SET_HASHES hashes as the
+   table holds them in `hashes` (not on a free-threaded build).
    n | -1 not all atomic, nothing kept (no exc) | -2+exc */
 static Py_ssize_t
-fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems)
+fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems, Py_hash_t *hashes)
 {
     FcMemo *m = &c->native;
     Py_ssize_t n, i = 0;
@@ -1330,6 +1333,9 @@ fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems)
                 break;
             }
             *quiet &= fc_key_quiet(key);
+            if (i < FC_SET_HASHES) {
+                hashes[i] = table[pos].hash;
+            }
             items[i++] = Py_NewRef(key);
         }
     }
@@ -1344,6 +1350,128 @@ fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems)
     return n;
 }
 
+/*
+ * set(ylist) without the calls.  For items whose hashing and comparing
+ * run only the interpreter's own code (fc_key_quiet), make_new_set() and
+ * one set_add_key() per item in order (Objects/setobject.c, the same on
+ * 3.10-3.13) come to a table fixed by the hashes alone: each item goes to
+ * the first empty slot of its probe sequence -- its home slot hash & mask
+ * and the LINEAR_PROBES slots after it (when they fit below the mask),
+ * then i = i*5 + 1 + (perturb >>= PERTURB_SHIFT) -- since two distinct
+ * items of a set never compare equal and a fresh table has no dummies;
+ * once fill*5 >= mask*3 the table grows to the smallest power of two
+ * above used*4 (used*2 past 50,000) and the entries are put in again in
+ * the old table's slot order.  The set is made with PyObject_GC_New
+ * (untracked: fc_untrack_fresh) rather than tp_alloc, which clears and
+ * tracks the whole object; its fields are make_new_set()'s.
+ * tests/test_values.py compares order and sys.getsizeof() with
+ * set(list(s)) over sizes and colliding hashes.  Other versions: PySet_Add.
+ */
+#define FC_SET_FILL (PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030E0000)
+#define FC_SET_PROBES 9
+#define FC_SET_SHIFT 5
+
+#if FC_SET_FILL
+static void
+fc_set_probe(setentry *table, size_t mask, PyObject *key, Py_hash_t hash)
+{
+    size_t perturb = (size_t)hash, i = (size_t)hash & mask;
+    for (;;) {
+        setentry *e = &table[i];
+        int probes = i + FC_SET_PROBES <= mask ? FC_SET_PROBES : 0;
+        do {
+            if (e->key == NULL) {
+                e->key = key;
+                e->hash = hash;
+                return;
+            }
+            e++;
+        } while (probes--);
+        perturb >>= FC_SET_SHIFT;
+        i = (i * 5 + 1 + perturb) & mask;
+    }
+}
+
+/* Put key in the first empty slot of its probe sequence (most often its
+   home slot) */
+FC_INLINE void
+fc_set_put(setentry *table, size_t mask, PyObject *key, Py_hash_t hash)
+{
+    setentry *e = &table[(size_t)hash & mask];
+    if (e->key == NULL) {
+        e->key = key;
+        e->hash = hash;
+        return;
+    }
+    fc_set_probe(table, mask, key, hash);
+}
+
+/* set_table_resize(so, used > 50000 ? used*2 : used*4) on a table with
+   no dummies.  0 | -1+exc (so unchanged) */
+static int
+fc_set_grow(PySetObject *so)
+{
+    size_t minused = (size_t)(so->used > 50000 ? so->used * 2 : so->used * 4);
+    size_t size = PySet_MINSIZE;
+    while (size <= minused) {
+        size <<= 1;
+    }
+    setentry *old = so->table, *table = PyMem_Calloc(size, sizeof(setentry));
+    if (table == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t j = 0; j <= (size_t)so->mask; j++) {
+        if (old[j].key != NULL) {
+            fc_set_put(table, size - 1, old[j].key, old[j].hash);
+        }
+    }
+    so->table = table;
+    so->mask = (Py_ssize_t)(size - 1);
+    if (old != so->smalltable) {
+        PyMem_Free(old);
+    }
+    return 0;
+}
+
+/* A new untracked set or frozenset (tp: exactly one of them) of the n
+   distinct quiet items, with their hashes when `hashes` is not NULL.
+   new ref | NULL+exc */
+static PyObject *
+fc_set_build_quiet(PyTypeObject *tp, PyObject *const *items, const Py_hash_t *hashes,
+                   Py_ssize_t n)
+{
+    PySetObject *so = PyObject_GC_New(PySetObject, tp);
+    if (so == NULL) {
+        return NULL;
+    }
+    so->fill = 0;
+    so->used = 0;
+    so->mask = PySet_MINSIZE - 1;
+    so->table = so->smalltable;
+    so->hash = -1;
+    so->finger = 0;
+    so->weakreflist = NULL;
+    memset(so->smalltable, 0, sizeof(so->smalltable));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = items[i];
+        Py_hash_t hash = hashes != NULL ? hashes[i] : PyObject_Hash(key);
+        if (hash == -1 && PyErr_Occurred()) {
+            Py_DECREF(so);
+            return NULL;
+        }
+        fc_set_put(so->table, (size_t)so->mask, Py_NewRef(key), hash);
+        so->fill++;
+        so->used++;
+        if ((size_t)so->fill * 5 >= (size_t)so->mask * 3 && fc_set_grow(so) < 0) {
+            Py_DECREF(so);
+            return NULL;
+        }
+    }
+    return (PyObject *)so;
+}
+#endif
+
 /* deepcopy of an exact set or frozenset (FcState.set_ok).
    new ref | FC_PUSHED | NULL+exc.  Not inlined: kept out of fc_dispatch,
    the walker's hot path (+8% of fastcopy's own instructions on set-free
@@ -1353,7 +1481,9 @@ fc_deep_set(FcCtx *c, PyObject *x)
 {
     PyObject *y, **ghost = NULL;
     int quiet = 1;
-    Py_ssize_t n = c->mode == FC_MEMO_NATIVE ? fc_set_ghost_items(c, x, &quiet, &ghost) : -1;
+    Py_hash_t hashes[FC_SET_HASHES];
+    Py_ssize_t n = c->mode == FC_MEMO_NATIVE ? fc_set_ghost_items(c, x, &quiet, &ghost, hashes)
+                                             : -1;
     if (n == -2) {
         return NULL;
     }
@@ -1369,6 +1499,18 @@ fc_deep_set(FcCtx *c, PyObject *x)
             return NULL;
         }
         c->st->test.set_ghosts++;
+#if FC_SET_FILL
+        if (quiet) {
+            /* nothing runs that could add a ghost (and move the buffer)
+               before y is built */
+            y = fc_set_build_quiet(Py_TYPE(x), ghost, FC_FT || n > FC_SET_HASHES
+                                                      ? NULL : hashes, n);
+            if (y != NULL && fc_untrack_fresh(c, y) < 0) {
+                Py_CLEAR(y);
+            }
+            return fc_memo_done(c, x, y);
+        }
+#endif
         if (!quiet) {
             /* user __hash__/__eq__ run while y is built: the items from a
                tuple of our own, not from the memo's buffer */

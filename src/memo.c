@@ -784,9 +784,9 @@ fc_ctx_memo_id(FcCtx *c)
  */
 #define FC_GC_GRACE 1000
 
-/* Hide y: it is tracked and the memo is native.  0 | -1+exc */
+/* List y for fc_retrack_all.  0 | -1+exc */
 static int
-fc_untrack_now(FcCtx *c, PyObject *y)
+fc_untrack_list(FcCtx *c, PyObject *y)
 {
     if (c->nuntracked == c->capuntracked) {
         Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
@@ -799,6 +799,16 @@ fc_untrack_now(FcCtx *c, PyObject *y)
         c->capuntracked = ncap;
     }
     c->untracked[c->nuntracked++] = Py_NewRef(y);
+    return 0;
+}
+
+/* Hide y: it is tracked and the memo is native.  0 | -1+exc */
+static int
+fc_untrack_now(FcCtx *c, PyObject *y)
+{
+    if (fc_untrack_list(c, y) < 0) {
+        return -1;
+    }
     PyObject_GC_UnTrack(y);
     return 0;
 }
@@ -849,6 +859,20 @@ fc_untrack(FcCtx *c, PyObject *y)
         return 0;
     }
     return fc_untrack_slow(c, y);   /* gc_grace: 0 just ran out, -1 since */
+}
+
+FC_INTERNAL int
+fc_untrack_fresh(FcCtx *c, PyObject *y)
+{
+    if (c->gc_grace < 0 && c->mode == FC_MEMO_NATIVE) {
+        if (fc_untrack_list(c, y) == 0) {
+            return 0;                   /* hidden from its birth */
+        }
+        PyObject_GC_Track(y);
+        return -1;
+    }
+    PyObject_GC_Track(y);
+    return fc_untrack(c, y);
 }
 
 FC_INTERNAL void

@@ -249,6 +249,51 @@ def test_set_temporaries_when_the_memo_is_shown_later(scenario):
     assert_equivalent(scenario)
 
 
+def _set_tables():
+    """Sets whose copies' tables the stdlib's set(list(s)) fixes by the hashes alone:
+    sizes around every growth step, hashes that share home slots and probe runs, the
+    table's last slots (where the linear probes do not fit), sources with dummies."""
+    m = (1 << 61) - 1                        # hash(m * k) == 0: one home slot for all
+    out = []
+    for n in list(range(0, 70)) + [100, 200, 333, 1000, 5000]:
+        out.append(set(range(n)))
+        out.append(frozenset(range(0, 8 * n, 8)))               # home slots collide
+        out.append({k << 20 for k in range(n)})                  # and for every mask
+        out.append({"s%d" % k for k in range(n)})
+    out.append({m * k for k in range(1, 40)})
+    out.append({-k for k in range(1, 60)} | {0.5, -0.25, None, True, b"b", 3j})
+    out.append({k * 32 + 7 for k in range(30)} | {k * 32 + 31 for k in range(30)})
+    out.append({type, int, len, _reprs, _memo_view, "x", 2 ** 70, -2 ** 70})
+    shrunk = set(range(300))
+    for k in range(290):
+        shrunk.discard(k)
+    out.append(shrunk)
+    out.append(set(range(100000)))           # grows at 78,644 items: by used*2 past 50,000
+    return out
+
+
+@pytest.mark.thread_unsafe(reason="100,000-item sets: slow under run-parallel")
+def test_set_tables_as_the_stdlib_builds_them():
+    """fastcopy builds the copy of a set of plain items straight into its table; the
+    result must have the stdlib's iteration order and table size."""
+    import fastcopy
+    sets = _set_tables()
+    for x in (sets, {"sets": sets}):
+        ours, theirs = fastcopy.deepcopy(x), copy.deepcopy(x)
+        if isinstance(x, dict):
+            ours, theirs = ours["sets"], theirs["sets"]
+        for s, a, b in zip(sets, ours, theirs):
+            assert type(a) is type(b) is type(s)
+            assert list(a) == list(b) == list(type(s)(list(s))), len(s)
+            assert all(i is j for i, j in zip(a, b))
+            assert sys.getsizeof(a) == sys.getsizeof(b), len(s)
+            assert a == s
+            if isinstance(a, set):
+                a.add("new")
+                a.discard(next(iter(s), None))
+                assert "new" in a
+
+
 @pytest.mark.thread_unsafe(reason="counts a module-wide counter")
 def test_set_temporaries_are_made_only_when_seen():
     import fastcopy
