@@ -1326,18 +1326,36 @@ fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems, Py_has
        hash is -1 (Include/cpython/setobject.h), an active entry's never */
     PySetObject *so = (PySetObject *)x;
     setentry *table = so->table;
-    for (Py_ssize_t pos = 0; i < n && pos <= so->mask; pos++) {
-        PyObject *key = table[pos].key;
-        if (key != NULL && table[pos].hash != -1) {
-            if (!fc_deep_atomic(c, key)) {
-                break;
-            }
-            *quiet &= fc_key_quiet(key);
-            if (i < FC_SET_HASHES) {
-                hashes[i] = table[pos].hash;
-            }
-            items[i++] = Py_NewRef(key);
+    size_t pos = 0, last = (size_t)so->mask;
+    Py_ssize_t got = 0;
+    /* compacted with no branch on whether a slot is full (a random
+       pattern, mispredicted half the time) */
+    if (n <= FC_SET_HASHES) {
+        for (; got < n && pos <= last; pos++) {
+            PyObject *key = table[pos].key;
+            Py_hash_t hash = table[pos].hash;
+            items[got] = key;
+            hashes[got] = hash;
+            got += (key != NULL) & (hash != -1);
         }
+    }
+    else {
+        for (; got < n && pos <= last; pos++) {
+            PyObject *key = table[pos].key;
+            items[got] = key;
+            got += (key != NULL) & (table[pos].hash != -1);
+        }
+    }
+    if (got < n) {
+        return -1;                      /* not a consistent table */
+    }
+    for (; i < n; i++) {
+        PyObject *key = items[i];
+        if (!fc_deep_atomic(c, key)) {
+            break;
+        }
+        *quiet &= fc_key_quiet(key);
+        Py_INCREF(key);
     }
 #endif
     if (i < n) {

@@ -864,15 +864,27 @@ fc_untrack(FcCtx *c, PyObject *y)
 FC_INTERNAL int
 fc_untrack_fresh(FcCtx *c, PyObject *y)
 {
-    if (c->gc_grace < 0 && c->mode == FC_MEMO_NATIVE) {
-        if (fc_untrack_list(c, y) == 0) {
-            return 0;                   /* hidden from its birth */
-        }
+    if (c->mode != FC_MEMO_NATIVE) {
+        PyObject_GC_Track(y);
+        return 0;
+    }
+    /* hidden from its birth, grace or not: listing it costs about what
+       tracking it would, and it is then never traversed.  It counts
+       against the grace all the same: the longer the containers made in
+       the grace stay tracked, the more young collections promote them
+       (set_records: 0.03 full collections a copy when these did not count) */
+    if (c->gc_grace > 0) {
+        c->gc_grace--;
+    }
+    else if (c->gc_grace == 0 && fc_untrack_slow(c, y) < 0) {   /* the sweep */
         PyObject_GC_Track(y);
         return -1;
     }
-    PyObject_GC_Track(y);
-    return fc_untrack(c, y);
+    if (fc_untrack_list(c, y) < 0) {
+        PyObject_GC_Track(y);
+        return -1;
+    }
+    return 0;
 }
 
 FC_INTERNAL void

@@ -103,8 +103,9 @@ FC_INTERNAL void fc_spare_free(FcSpare *sp);
 FC_INTERNAL_INLINE int fc_untrack(FcCtx *c, PyObject *y);
 FC_INTERNAL void fc_retrack_all(FcCtx *c);
 /* fc_untrack for a fresh y the GC has never tracked (PyObject_GC_New):
-   left so and listed once the grace is over, tracked now (and counted
-   against the grace) before.  0 | -1+exc (y tracked) */
+   left so and listed while the memo is native (the grace aside: hiding it
+   costs no more than tracking it), tracked now otherwise.  0 | -1+exc
+   (y tracked) */
 FC_INTERNAL int fc_untrack_fresh(FcCtx *c, PyObject *y);
 
 #endif /* FASTCOPY_MEMO_H */

@@ -375,7 +375,8 @@ gc_padding = pytest.mark.parametrize("pad", [0, _gc_grace()], ids=["small", "pas
 @gc_padding
 def test_results_tracked_like_the_stdlib(impl, pad):
     x = {"pad": [[] for _ in range(pad)],
-         "l": [1, [2]], "t": ([1], 2), "d": {"k": [3]}, "atomic_d": {"k": 3}, "o": Point([1], 2)}
+         "l": [1, [2]], "t": ([1], 2), "d": {"k": [3]}, "atomic_d": {"k": 3}, "o": Point([1], 2),
+         "s": {"a", 2}, "fs": frozenset({"b"}), "empty_s": set(), "big_s": set(range(50))}
     y = impl.deepcopy(x)
     ref = copy.deepcopy(x)
     for key in x:
@@ -464,10 +465,12 @@ def test_hook_sees_tracked_copies(pad):
     class Look:
         def __deepcopy__(self, memo):
             seen.extend(gc.is_tracked(v) for v in memo.values()
-                        if isinstance(v, (list, dict)) and v is not memo.get(id(memo)))
+                        if isinstance(v, (list, dict, set, frozenset))
+                        and v is not memo.get(id(memo)))
             return self
     import fastcopy
-    fastcopy.deepcopy([[] for _ in range(pad)] + [[1, [2]], {"a": [3]}, Look()])
+    fastcopy.deepcopy([[] for _ in range(pad)]
+                      + [[1, [2]], {"a": [3]}, {"s", 1}, frozenset({2.5}), Look()])
     assert seen and all(seen)
 
 
