@@ -310,6 +310,146 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return 0;
 }
 
+/*
+ * Values put in place
+ * -------------------
+ * A prefilled copy is x.copy(): for a combined-table x (not an instance's
+ * split __dict__) CPython clones the key table, so entry i of y is entry i
+ * of x, and PyDict_Next's position after yielding it is i + 1.  Replacing
+ * that value with its copy by PyDict_SetItem hashes and looks the key up
+ * again (~170 instructions); writing the entry's value directly does what
+ * insertdict's replacement does for a dict nobody else has seen -- y's
+ * version tag is not moved, which no one can tell: only this frame holds y
+ * while it is prefilled (it is demoted before anything shows it).
+ *
+ * The table layout is the interpreter's private one, the same on
+ * 3.11-3.13 (Include/internal/pycore_dict.h: the keys object's header,
+ * the indices -- 1 << dk_log2_index_bytes bytes -- then the entries,
+ * {key, value} for str-only tables and {hash, key, value} otherwise).  It
+ * is checked at import on dicts made for the purpose (fc_dict_slots_probe:
+ * any difference and the feature stays off), and each write checks that
+ * the entry holds the key and the value it replaces, that the table is
+ * y's alone and that tracking needs no change (else PyDict_SetItem).
+ * 3.10's layout differs, and free-threaded builds lock dicts: both keep
+ * PyDict_SetItem, as does 3.14+.
+ */
+#define FC_DICT_SLOTS (!FC_FT && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000)
+
+#if FC_DICT_SLOTS
+typedef struct {
+    Py_ssize_t dk_refcnt;
+    uint8_t dk_log2_size;
+    uint8_t dk_log2_index_bytes;
+    uint8_t dk_kind;               /* 0 general, 1 str keys, 2 split */
+    uint32_t dk_version;
+    Py_ssize_t dk_usable;
+    Py_ssize_t dk_nentries;
+    char dk_indices[];
+} FcDictKeys;
+
+typedef struct { Py_hash_t hash; PyObject *key, *value; } FcDictEntry;
+typedef struct { PyObject *key, *value; } FcDictStrEntry;
+
+/* The place of entry ix's value in combined dict d, when its key is `key`
+   | NULL */
+FC_INLINE PyObject **
+fc_dict_value_at(PyObject *d, Py_ssize_t ix, PyObject *key)
+{
+    PyDictObject *mp = (PyDictObject *)d;
+    if (mp->ma_values != NULL) {
+        return NULL;
+    }
+    FcDictKeys *dk = (FcDictKeys *)(void *)mp->ma_keys;
+    if (dk->dk_refcnt != 1 || ix < 0 || ix >= dk->dk_nentries) {
+        return NULL;
+    }
+    char *entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
+    if (dk->dk_kind == 1) {
+        FcDictStrEntry *e = (FcDictStrEntry *)(void *)entries + ix;
+        return e->key == key ? &e->value : NULL;
+    }
+    if (dk->dk_kind == 0) {
+        FcDictEntry *e = (FcDictEntry *)(void *)entries + ix;
+        return e->key == key ? &e->value : NULL;
+    }
+    return NULL;
+}
+#endif
+
+/* y[key] = value in the prefilled copy y, where entry ix (cloned from x's
+   entry ix) should hold key: a live entry with that very key object is
+   y's entry for it.  1 done (a new reference taken) | 0 not so, nothing
+   changed: use PyDict_SetItem */
+FC_INLINE int
+fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *value)
+{
+#if FC_DICT_SLOTS
+    if (!c->st->dict_slots_ok) {
+        return 0;
+    }
+    PyObject **slot = fc_dict_value_at(y, ix, key);
+    if (slot == NULL || *slot == NULL) {
+        return 0;
+    }
+    /* insertdict tracks an untracked dict that gets a value the collector
+       may have to see: left to it */
+    if (!PyObject_GC_IsTracked(y) && PyObject_IS_GC(value)
+        && (!PyTuple_CheckExact(value) || PyObject_GC_IsTracked(value))) {
+        return 0;
+    }
+    PyObject *old = *slot;
+    c->st->test.dict_puts++;
+    *slot = Py_NewRef(value);
+    Py_DECREF(old);   /* x holds it still (else x moved: demoted first) */
+    return 1;
+#else
+    (void)c; (void)y; (void)ix; (void)key; (void)value;
+    return 0;
+#endif
+}
+
+FC_INTERNAL int
+fc_dict_slots_probe(FcState *st)
+{
+    st->dict_slots_ok = 0;
+#if FC_DICT_SLOTS
+    /* a str-keyed and a general table, each with a deleted entry first
+       (so positions are not just insertion counts), copied as prefill
+       copies them; every entry must be where PyDict_Next finds it */
+    PyObject *src[2] = {PyDict_New(), PyDict_New()}, *cp[2] = {NULL, NULL};
+    int ok = src[0] != NULL && src[1] != NULL;
+    for (int t = 0; ok && t < 2; t++) {
+        for (long i = 0; ok && i < 7; i++) {
+            PyObject *k = t == 0 ? PyUnicode_FromFormat("k%ld", i) : PyLong_FromLong(1000 + i);
+            PyObject *v = PyLong_FromLong(i);
+            ok = k != NULL && v != NULL && PyDict_SetItem(src[t], k, v) == 0
+                 && (i != 0 || PyDict_DelItem(src[t], k) == 0);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+        }
+        ok = ok && (cp[t] = PyDict_Copy(src[t])) != NULL;   /* lint: own container */
+        Py_ssize_t pos = 0, n = 0;
+        PyObject *k, *v;
+        while (ok && PyDict_Next(src[t], &pos, &k, &v)) {
+            PyObject **slot = fc_dict_value_at(cp[t], pos - 1, k);
+            ok = slot != NULL && *slot == v;
+            n++;
+        }
+        ok = ok && n == 6 && ((FcDictKeys *)(void *)((PyDictObject *)cp[t])->ma_keys)->dk_kind
+                             == (t == 0 ? 1 : 0);
+    }
+    Py_XDECREF(src[0]);
+    Py_XDECREF(src[1]);
+    Py_XDECREF(cp[0]);
+    Py_XDECREF(cp[1]);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    st->dict_slots_ok = ok;
+#endif
+    return 0;
+}
+
 /* Turn a prefilled dict frame into an ordinary one: y keeps only the
    f->u.dict.done entries already copied (y's order is x's order at the
    time of the copy, and only values were replaced since).  y is emptied
@@ -436,7 +576,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
         /* D_KEY: res is the copied key; its __hash__ may be user code */
         int r = fc_key_quiet(res) ? 0 : fc_before_user_code(c, 0);
-        if (r == 0) {
+        if (r == 0 && !(f->prefill
+                        && fc_dict_put_at(c, y, f->u.dict.pos - 1, res, f->u.dict.val))) {
             r = PyDict_SetItem(y, res, f->u.dict.val);
         }
         Py_DECREF(res);
@@ -552,7 +693,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                         Py_INCREF(ck);
                         Py_INCREF(cv);
                         int r = fc_key_quiet(ck) ? 0 : fc_before_user_code(c, 0);
-                        if (r == 0) {
+                        if (r == 0 && !(f->prefill
+                                        && fc_dict_put_at(c, y, f->u.dict.pos - 1, ck, cv))) {
                             r = PyDict_SetItem(y, ck, cv);
                         }
                         Py_DECREF(ck);

@@ -37,6 +37,10 @@ FC_INTERNAL_INLINE int fc_before_user_code(FcCtx *c, int show);
 /* Before the memo is shown to Python code: every half-built dict made
    exactly the stdlib's (prefilled frames demoted).  0 | -1+exc */
 FC_INTERNAL int fc_demote_all(FcCtx *c);
+/* Whether this interpreter's dicts are laid out as deepcopy.c's "Values
+   put in place" reads them (checked on dicts made for it): sets
+   st->dict_slots_ok.  0 | -1+exc */
+FC_INTERNAL int fc_dict_slots_probe(FcState *st);
 /* 0 | -1+RecursionError when this thread's C stack is nearly used up. */
 FC_INTERNAL int fc_stack_check(void);
 

@@ -436,7 +436,8 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
 #else
     int watcher = -1;
 #endif
-    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n}",
+    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,"
+                         "s:i,s:n}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
                          "frame_size", (int)sizeof(FcFrame),
@@ -453,7 +454,9 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "memo_to_dict", st->test.memo_to_dict,
                          "state_stores", st->test.state_stores,
                          "set_ghosts", st->test.set_ghosts,
-                         "slot_ghosts", st->test.slot_ghosts);
+                         "slot_ghosts", st->test.slot_ghosts,
+                         "dict_slots_ok", st->dict_slots_ok,
+                         "dict_puts", st->test.dict_puts);
 }
 
 static PyMethodDef fc_methods[] = {
@@ -686,7 +689,8 @@ static int
 fc_exec(PyObject *module)
 {
     FcState *st = fc_state(module);
-    if (fc_exec_names(st) < 0 || fc_exec_stdlib(st) < 0 || fc_exec_object_hooks(st) < 0
+    if (fc_exec_names(st) < 0 || fc_dict_slots_probe(st) < 0 || fc_exec_stdlib(st) < 0
+        || fc_exec_object_hooks(st) < 0
         || fc_exec_reconstruct_helper(st) < 0) {
         return -1;
     }

@@ -224,6 +224,25 @@ FC_INTERNAL int
 fc_apply_state(FcState *st, PyObject *y, PyObject *state, int flags)
 {
     if (!(flags & FC_STATE_NO_SETSTATE)) {
+#if !FC_FT
+        PyTypeObject *tp = Py_TYPE(y);
+        PyObject *f = tp->tp_getattro == PyObject_GenericGetAttr
+                      ? _PyType_Lookup(tp, st->s_setstate) : NULL;   /* borrowed */
+        if (f != NULL && Py_IS_TYPE(f, &PyFunction_Type)) {
+            /* A function on the class is not a data descriptor: generic
+               getattr finds an instance attribute of that name first, else
+               the bound function, so hasattr(y, "__setstate__") is true --
+               and y.__setstate__(state) is the method call, made as the
+               interpreter's LOAD_METHOD makes it (no bound method) */
+            PyObject *args[2] = {y, state};
+            PyObject *v = PyObject_VectorcallMethod(st->s_setstate, args, 2, NULL);
+            if (v == NULL) {
+                return -1;
+            }
+            Py_DECREF(v);
+            return 0;
+        }
+#endif
         PyObject *meth;
         int r = fc_lookup_attr(y, st->s_setstate, &meth);
         if (r < 0) {

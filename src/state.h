@@ -44,6 +44,9 @@ struct FcState {
     PyObject *nt_getnewargs_code;  /* collections.namedtuple's __getnewargs__ code */
     int nt_checked;
 
+    int dict_slots_ok;             /* deepcopy.c "Values put in place": the
+                                      dict layout checked at import */
+
     /* value types (plan.c, deepcopy.c "Value types") */
     uint32_t set_ok;               /* FK_SET/FK_FROZENSET bits: their reduce
                                       value is known (fc_refresh) */

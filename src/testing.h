@@ -23,6 +23,7 @@ typedef struct {
     Py_ssize_t state_stores;       /* states given as attribute stores (reduce.c) */
     Py_ssize_t set_ghosts;         /* sets whose reduce list was left a ghost (memo.c) */
     Py_ssize_t slot_ghosts;        /* slot states left a ghost (deepcopy.c, R_SLOTS) */
+    Py_ssize_t dict_puts;          /* prefilled values replaced in place (deepcopy.c) */
 } FcTestState;
 
 /* Defaults, and the test-only functions added to the module.  0 | -1+exc */

@@ -8,6 +8,7 @@ from the cyclic GC during the call.
 """
 import collections
 import copy
+import datetime
 import enum
 import gc
 
@@ -418,6 +419,47 @@ def test_cyclic_copies_and_partial_results_are_collectable(impl, pad):
         impl.deepcopy(src)
     gc.collect()
     assert all(r() is None for r in made[1:])      # made[0] is the source's own
+
+
+@pytest.mark.thread_unsafe(reason="gc.collect() and a module-wide counter")
+def test_prefilled_values_put_in_place():
+    """Values copied into a prefilled dict are written into its entries in place on
+    3.11-3.13 (deepcopy.c, "Values put in place"); a table whose copy is compacted
+    (deleted entries) and instance dicts (split tables) take PyDict_SetItem; an untracked
+    dict (a datetime is no GC object) stays so, as the stdlib's copy does."""
+    import sys
+    import sysconfig
+    import fastcopy
+    from fastcopy import _fastcopy
+    info = _fastcopy._sysinfo
+    expect = ((3, 11) <= sys.version_info[:2] <= (3, 13)
+              and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+    assert info()["dict_slots_ok"] == int(expect)
+    sparse = {"k%d" % i: [i] for i in range(60)}
+    for i in range(50):
+        del sparse["k%d" % i]
+    untracked = {"a": datetime.datetime(2024, 1, 2, 3, 4), "b": 2}
+    gc.collect()
+    assert not gc.is_tracked(untracked)
+    class Plain:
+        pass
+    p = Plain()
+    p.a, p.b = [1], {"q": [2]}
+    shared = [0]
+    x = {"chain": {"level": 1, "child": {"level": 2, "leaf": [3]}}, "sparse": sparse,
+         "untracked": untracked, "inst": p.__dict__, 5: {6: [7], "s": {8}},
+         "shared": [shared, {"again": shared}]}
+    before = info()["dict_puts"]
+    y, ref = fastcopy.deepcopy(x), copy.deepcopy(x)
+    assert (info()["dict_puts"] > before) == expect
+    assert repr(y) == repr(ref)
+    assert list(y["sparse"]) == list(ref["sparse"])
+    assert not gc.is_tracked(y["untracked"]) and not gc.is_tracked(ref["untracked"])
+    assert y["untracked"]["a"] is not x["untracked"]["a"]
+    assert y["chain"]["child"]["leaf"] is not x["chain"]["child"]["leaf"]
+    assert y["shared"][1]["again"] is y["shared"][0]
+    for a, b in ((y["sparse"], x["sparse"]), (y[5], x[5]), (y["inst"], x["inst"])):
+        assert all(a[k] is not b[k] for k in b)
 
 
 SHARED_LIST = [["module-level"]]    # an existing container a reduce function hands back

@@ -543,6 +543,57 @@ def test_setstate_receives_deep_copied_state(impl):
     assert got[1] == st and got[1] is not st and got[1]["a"] is not st["a"]
 
 
+def _setstate_variants(log):
+    def fn(self, st):
+        log.append(("class", type(self).__name__, st))
+
+    class Plain:
+        __setstate__ = fn
+
+        def __reduce__(self):
+            return (type(self), (), {"v": 1})
+
+    class Shadowed(Plain):
+        def __init__(self):
+            # an instance attribute named __setstate__ is what y.__setstate__ finds
+            self.__dict__["__setstate__"] = lambda st: log.append(("instance", st))
+
+    class Static(Plain):
+        __setstate__ = staticmethod(lambda st: log.append(("static", st)))
+
+    class Hooked(Plain):
+        def __getattr__(self, name):
+            log.append(("getattr", name))
+            raise AttributeError(name)
+
+    class Looking(Plain):
+        def __getattribute__(self, name):
+            if name == "__setstate__":
+                log.append(("getattribute", name))
+            return object.__getattribute__(self, name)
+
+    class Raising(Plain):
+        def __setstate__(self, st):
+            raise KeyError("from __setstate__")
+    return [Plain, Shadowed, Static, Hooked, Looking, Raising]
+
+
+def test_setstate_lookup_and_call(impl):
+    """y.__setstate__ as the stdlib finds and calls it: a function on the class, an instance
+    attribute in front of it, a staticmethod, classes with __getattr__/__getattribute__."""
+    logs = []
+    for lib in (copy, impl):
+        log = []
+        for cls in _setstate_variants(log):
+            try:
+                lib.deepcopy([cls()])
+            except KeyError as e:
+                log.append(("raised", str(e)))
+        logs.append(log)
+    assert logs[0] == logs[1]
+    assert ("instance", {"v": 1}) in logs[0]
+
+
 def test_state_dict_slots_pair(impl):
     class S:
         __slots__ = ("a", "b", "__dict__")
