@@ -9,8 +9,14 @@ are not.  Run from the repository root, against whatever `fastcopy` imports:
     python benchmarks/callgrind_counts.py -w nested -w json_config -n 20
     PYTHONPATH=/other/checkout python benchmarks/callgrind_counts.py --json out.json
     python benchmarks/callgrind_counts.py --own -w copy_list --copy    # fastcopy's code only
+    python benchmarks/callgrind_counts.py -w nested --impl copium      # the peer, same count
+    python benchmarks/callgrind_counts.py --realistic -w set_records -n 5 --impl fastcopy
+    python benchmarks/callgrind_counts.py --realistic -w pydantic_orders -n 5 --patched
 
-PYTHONHASHSEED=0 is set for the children.  Needs valgrind.
+--realistic takes the workloads of `python -m fastcopy --realistic` (fastcopy/_realistic.py,
+its libraries installed), timed as that suite times them; --patched runs copy.deepcopy with
+the implementation patched in.  PYTHONHASHSEED=0 is set for the children, and the BLAS pools
+get one thread (their spinning threads are counted otherwise).  Needs valgrind.
 """
 import argparse
 import json
@@ -21,13 +27,17 @@ import sys
 import tempfile
 
 CHILD = r"""
-import sys
+import sys, copy, importlib
 sys.path.insert(0, %(root)r)
 import fastcopy
 from fastcopy import _bench
 w = _bench.get(%(name)r)
 payload, each = w.build(%(size)r)
-fn = fastcopy.copy if w.kind == "copy" else fastcopy.deepcopy
+impl = {"fastcopy": fastcopy, "stdlib": copy}.get(%(impl)r) or importlib.import_module(%(impl)r)
+if %(patched)r:
+    fastcopy.patch() if %(impl)r == "fastcopy" else importlib.import_module("copium.patch").enable()
+    impl = copy
+fn = impl.copy if w.kind == "copy" else impl.deepcopy
 items = payload if each else [payload]
 def once():
     for x in items:
@@ -35,6 +45,27 @@ def once():
 once()
 for _ in range(%(n)d):
     once()
+"""
+
+REALISTIC_CHILD = r"""
+import sys, importlib
+sys.path.insert(0, %(root)r)
+import fastcopy
+from fastcopy import _realistic
+w = _realistic.get(%(name)r)
+payload = w.build()
+mode = "patched" if %(patched)r or w.call is not None else "direct"   # call(): patched only
+copium = importlib.import_module("copium") if %(impl)r == "copium" else None
+name = {"stdlib": "stdlib", "fastcopy": "fastcopy", "copium": "copium"}[%(impl)r]
+if mode == "patched" and name != "stdlib":
+    name += "_patched"
+series = {i.name: i for i in _realistic.build_impls(w, payload, fastcopy, copium, (mode,))}
+op = series[name]
+op.enter()
+op.op()
+for _ in range(%(n)d):
+    op.op()
+op.leave()
 """
 
 
@@ -54,6 +85,8 @@ def instructions(code, python, own=False):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "cg.out")
         env = dict(os.environ, PYTHONHASHSEED="0")
+        for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+            env.setdefault(var, "1")
         subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, python,
                         "-c", code], env=env, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
@@ -82,15 +115,32 @@ def main(argv=None):
                         "_fastcopy extension, via callgrind_annotate): the interpreter's "
                         "allocation and collection noise, up to 10%% of a whole-process count "
                         "between two builds, stays out")
+    p.add_argument("--impl", choices=("fastcopy", "copium", "stdlib"), default="fastcopy",
+                   help="whose copy is counted (default fastcopy)")
+    p.add_argument("--patched", action="store_true",
+                   help="count copy.deepcopy with --impl patched in (fastcopy or copium)")
+    p.add_argument("--realistic", action="store_true",
+                   help="the realistic suite's workloads (python -m fastcopy --realistic)")
     args = p.parse_args(argv)
+    if args.patched and args.impl == "stdlib":
+        p.error("--patched needs --impl fastcopy or copium")
+    if args.own and args.impl != "fastcopy":
+        p.error("--own counts fastcopy's own functions: --impl fastcopy")
     python = os.path.realpath(sys.executable)
-    names = args.workload or [w.name for w in _bench.select(None, include_copy=args.copy)]
+    if args.realistic:
+        from fastcopy import _realistic
+        names = args.workload or [w.name for w in _realistic.WORKLOADS]
+        child = REALISTIC_CHILD
+    else:
+        names = args.workload or [w.name for w in _bench.select(None, include_copy=args.copy)]
+        child = CHILD
     out = {}
     for name in names:
         base = dict(root=os.path.abspath(os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]
-                                         or root), name=name, size=args.size)
-        one = instructions(CHILD % dict(base, n=0), python, args.own)
-        many = instructions(CHILD % dict(base, n=args.n), python, args.own)
+                                         or root), name=name, size=args.size,
+                    impl=args.impl, patched=args.patched)
+        one = instructions(child % dict(base, n=0), python, args.own)
+        many = instructions(child % dict(base, n=args.n), python, args.own)
         out[name] = (many - one) / args.n
         print("%-24s %14.0f instructions per copy" % (name, out[name]), flush=True)
     if args.json:

@@ -408,6 +408,18 @@ fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *va
 #endif
 }
 
+/* y[key] = value for a dict frame's copy: in place while it is prefilled
+   (entry f->u.dict.pos - 1 is the one just read), else PyDict_SetItem.
+   0 | -1+exc */
+FC_INLINE int
+fc_dict_store(FcCtx *c, FcFrame *f, PyObject *key, PyObject *value)
+{
+    if (f->prefill && fc_dict_put_at(c, f->y, f->u.dict.pos - 1, key, value)) {
+        return 0;
+    }
+    return PyDict_SetItem(f->y, key, value);
+}
+
 FC_INTERNAL int
 fc_dict_slots_probe(FcState *st)
 {
@@ -576,9 +588,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
         /* D_KEY: res is the copied key; its __hash__ may be user code */
         int r = fc_key_quiet(res) ? 0 : fc_before_user_code(c, 0);
-        if (r == 0 && !(f->prefill
-                        && fc_dict_put_at(c, y, f->u.dict.pos - 1, res, f->u.dict.val))) {
-            r = PyDict_SetItem(y, res, f->u.dict.val);
+        if (r == 0) {
+            r = fc_dict_store(c, f, res, f->u.dict.val);
         }
         Py_DECREF(res);
         Py_CLEAR(f->u.dict.val);
@@ -693,9 +704,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                         Py_INCREF(ck);
                         Py_INCREF(cv);
                         int r = fc_key_quiet(ck) ? 0 : fc_before_user_code(c, 0);
-                        if (r == 0 && !(f->prefill
-                                        && fc_dict_put_at(c, y, f->u.dict.pos - 1, ck, cv))) {
-                            r = PyDict_SetItem(y, ck, cv);
+                        if (r == 0) {
+                            r = fc_dict_store(c, f, ck, cv);
                         }
                         Py_DECREF(ck);
                         Py_DECREF(cv);
@@ -1423,6 +1433,30 @@ fc_deep_odict(FcCtx *c, PyObject *x)
 
 #define FC_SET_HASHES 32
 
+#ifndef Py_GIL_DISABLED
+/* The first n active entries of a set table in slot order, as the set
+   iterator reads them (a dummy's hash is -1, Include/cpython/setobject.h;
+   an active entry's never), and their hashes when `hashes` is not NULL.
+   Compacted with no branch on whether a slot is full: which are is random,
+   and such a branch is mispredicted half the time.  How many were found. */
+FC_INLINE Py_ssize_t
+fc_set_scan(const setentry *table, size_t last, Py_ssize_t n, PyObject **items,
+            Py_hash_t *hashes)
+{
+    Py_ssize_t got = 0;
+    for (size_t pos = 0; got < n && pos <= last; pos++) {
+        PyObject *key = table[pos].key;
+        Py_hash_t hash = table[pos].hash;
+        items[got] = key;
+        if (hashes != NULL) {
+            hashes[got] = hash;
+        }
+        got += (key != NULL) & (hash != -1);
+    }
+    return got;
+}
+#endif
+
 /* The items of an exact set or frozenset of atomic items, memo native:
    stored as strong references in n fresh ghost places (fc_memo_ghost_reserve)
    in the set's iteration order (*items: the first place), *quiet: whether
@@ -1464,30 +1498,11 @@ fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems, Py_has
     if (items == NULL) {
         return -2;
     }
-    /* the table in slot order, as the set iterator reads it; a dummy's
-       hash is -1 (Include/cpython/setobject.h), an active entry's never */
     PySetObject *so = (PySetObject *)x;
-    setentry *table = so->table;
-    size_t pos = 0, last = (size_t)so->mask;
-    Py_ssize_t got = 0;
-    /* compacted with no branch on whether a slot is full (a random
-       pattern, mispredicted half the time) */
-    if (n <= FC_SET_HASHES) {
-        for (; got < n && pos <= last; pos++) {
-            PyObject *key = table[pos].key;
-            Py_hash_t hash = table[pos].hash;
-            items[got] = key;
-            hashes[got] = hash;
-            got += (key != NULL) & (hash != -1);
-        }
-    }
-    else {
-        for (; got < n && pos <= last; pos++) {
-            PyObject *key = table[pos].key;
-            items[got] = key;
-            got += (key != NULL) & (table[pos].hash != -1);
-        }
-    }
+    /* two inlined copies of one loop: with the hashes, and without */
+    Py_ssize_t got = n <= FC_SET_HASHES
+                     ? fc_set_scan(so->table, (size_t)so->mask, n, items, hashes)
+                     : fc_set_scan(so->table, (size_t)so->mask, n, items, NULL);
     if (got < n) {
         return -1;                      /* not a consistent table */
     }

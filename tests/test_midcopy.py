@@ -38,6 +38,13 @@ class D:
     def __del__(self): self.act()
 def bomb(act):
     D(act)
+def copy_under_gc(src, threshold):
+    # a collection -- and the bombs' finalizers -- in about every allocation of the copy
+    gc.set_threshold(threshold)
+    try:
+        return fastcopy.deepcopy(src)
+    finally:
+        gc.set_threshold(700)
 """
 
 
@@ -114,6 +121,41 @@ def test_prefilled_dict_sees_a_finalizer_change_of_its_source(fc):
             s = src[k]
             assert v == s or (v == ("v", k) if k % 3 else v == [k]), (k, v, s)
         # the value each key had is either the old or the new one, never a mix of two keys
+    print("ok")
+    """)
+
+
+def test_prefilled_dicts_changed_and_freed_by_finalizers(fc):
+    # copied values are written into the prefilled copy's entries in place (3.11-3.13): a
+    # finalizer that replaces values of the inner sources, or replaces (and so frees) inner
+    # sources in the outer one, mid-copy, must leave copies that hold per key a value the
+    # source had (sizes stay put: the iterators raise on size changes, as the stdlib's do)
+    _child(prefix=_BOMB, code="""
+    for t in (1, 2, 3, 5, 11):
+        src = {"d%d" % i: {"a": [i], "b": {i, "x"}, "c": i, "e": {"f": [i]}}
+               for i in range(200)}
+        inner = list(src.values())
+        def change():
+            for d in inner[::9]:
+                d["a"] = ["new"]
+                d["e"] = "e"
+        def free():
+            for k in list(src)[100::3]:
+                src[k] = {}
+        bomb(change)
+        bomb(free)
+        del inner[100:]                  # the inner dicts free() replaces: only src holds them
+        r = copy_under_gc(src, t)
+        assert list(r) == list(src)
+        for k, d in r.items():
+            i = int(k[1:])
+            if not d:
+                assert src[k] == {}, k
+                continue
+            assert list(d) == ["a", "b", "c", "e"], d
+            assert d["a"] in ([i], ["new"]) and d["b"] == {i, "x"} and d["c"] == i, d
+            assert d["e"] in ({"f": [i]}, "e"), d
+            assert src[k] == {} or d["a"] is not src[k]["a"], k
     print("ok")
     """)
 
@@ -217,9 +259,7 @@ def test_uuids_changed_and_freed_by_finalizers(fc):
                 object.__setattr__(u, "is_safe", S.unsafe)
         bomb(change)
         bomb(lambda: src.__delitem__(slice(150, None)))   # frees the UUIDs only src held
-        gc.set_threshold(t)
-        r = fastcopy.deepcopy(src)
-        gc.set_threshold(700)
+        r = copy_under_gc(src, t)
         assert type(r) is list and len(r) in (150, 300), len(r)
         for i, y in enumerate(r):
             assert type(y) is uuid.UUID and y.int in (i, i + 1000), (i, y.int)
@@ -236,19 +276,20 @@ def test_sets_changed_and_freed_by_finalizers(fc):
         seen = []
         def __deepcopy__(self, memo):
             Peek.seen.append([v for k, v in memo.items()
-                              if k != id(memo) and type(v) is list and len(v) < 10])
+                              if k != id(memo) and type(v) is list and len(v) < 100])
             return self
     for t in (1, 2, 3, 5):
-        src = [{"s%d" % i, "t%d" % i, i} for i in range(300)] + [frozenset({"f"})] * 3
+        # every 5th set is past the hashes kept on the stack and grows its table twice
+        src = [{"s%d" % i, "t%d" % i, i} | ({"u%d" % k for k in range(40)} if i % 5 == 0
+                                            else set())
+               for i in range(300)] + [frozenset({"f"})] * 3
         def change():
             for s in src[:300:7]:
                 s.clear(); s.update({"new", 1.5})
         bomb(change)
         bomb(lambda: src.__delitem__(slice(150, 300)))   # frees sets only src held
         src.append(Peek())
-        gc.set_threshold(t)
-        r = fastcopy.deepcopy(src)
-        gc.set_threshold(700)
+        r = copy_under_gc(src, t)
         assert type(r) is list and len(r) in (154, 304), len(r)
         lists = Peek.seen.pop()
         assert len(lists) == len(r) - 3, (len(lists), len(r))
@@ -285,9 +326,7 @@ def test_slot_objects_changed_and_freed_by_finalizers(fc):
         bomb(change)
         bomb(lambda: src.__delitem__(slice(150, 300)))   # frees objects only src held
         src.append(Peek())
-        gc.set_threshold(t)
-        r = fastcopy.deepcopy(src)
-        gc.set_threshold(700)
+        r = copy_under_gc(src, t)
         assert type(r) is list and len(r) in (151, 301), len(r)
         for i, y in enumerate(r[:-1]):
             assert type(y) is S and y.a in ([i], ["changed"]), (i, y.a)
