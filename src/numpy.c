@@ -341,7 +341,7 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
     }
     int nthreads = nbytes >= st->np.par_min ? st->np.threads : 1;
     Py_BEGIN_ALLOW_THREADS
-    fc_par_copy(&op, 1, op.n, nthreads, 0);     /* defer.c; no populate: see there */
+    fc_par_copy(&op, 1, op.n, nthreads, 1);     /* defer.c: missing pages mapped first */
     Py_END_ALLOW_THREADS
     return y;
 }

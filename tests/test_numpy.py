@@ -552,6 +552,44 @@ def test_threaded_copy(threads, dt):
         assert_same(v)
 
 
+POPULATE_CHILD = r"""
+import copy, numpy as np, fastcopy
+rng = np.random.default_rng(7)
+# byte sizes around the page-population minimum (64 KiB), the 2 MiB pieces
+# and numpy's 4 MiB huge-page limit, none a multiple of the page size; 14 MB
+# in all, so a dropped copy leaves a heap top that glibc trims
+sizes = [16_385, 65_537, 70_001, 262_147, 1_100_003, 2_500_001, 4_194_305, 6_000_011]
+for threads in (1, 2):
+    fastcopy.configure(numpy_threads=threads, numpy_parallel_min_bytes=1 << 20)
+    for rnd in range(6):
+        x = [rng.integers(0, 256, n, dtype="u1") for n in sizes]
+        x += [x[4][:-3].view("<u4"), np.asfortranarray(x[6][:-1].reshape(4, -1))]
+        keep = [fastcopy.deepcopy(x) for _ in range(rnd % 3)]   # heap holes and tops
+        y, z = fastcopy.deepcopy(x), copy.deepcopy(x)
+        for a, b, c in zip(x, y, z):
+            assert b.dtype == c.dtype and b.strides == c.strides, (threads, rnd, a.shape)
+            assert np.array_equal(b, c) and np.array_equal(b, a), (threads, rnd, a.shape)
+            assert b.flags.owndata and not np.shares_memory(a, b)
+        del keep, y, z
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("malloc", [
+    "", "glibc.malloc.mmap_threshold=131072",
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"],
+    ids=["adaptive", "fresh-mmaps", "mapped-heap"])
+def test_populated_and_threaded_copies_are_exact(malloc, monkeypatch):
+    """Raw copies of 64 KiB and more map the destination pages that are
+    missing (mincore) before writing them: the stdlib's bytes whether glibc
+    hands out fresh mmaps, a trimmed heap top or reused heap."""
+    from shape import run_python
+    if malloc:
+        monkeypatch.setenv("GLIBC_TUNABLES", malloc)
+    p = run_python(POPULATE_CHILD, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr
+
+
 @native
 def test_pool_roundtrip():
     fastcopy.configure(numpy_pool=True, numpy_pool_max_bytes=64 << 20)
