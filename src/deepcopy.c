@@ -376,6 +376,72 @@ fc_dict_value_at(PyObject *d, Py_ssize_t ix, PyObject *key)
 }
 #endif
 
+#if FC_DICT_SLOTS
+/* PyDict_Next(d, ppos, pk, pv) on a combined table: its entries read where
+   fc_dict_value_at finds them, deleted ones skipped as PyDict_Next skips
+   them.  Borrowed *pk, *pv.  1 | 0 at the end | -1 not a combined table
+   (an instance's split one): use PyDict_Next */
+FC_INLINE int
+fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
+{
+    PyDictObject *mp = (PyDictObject *)d;
+    FcDictKeys *dk = (FcDictKeys *)(void *)mp->ma_keys;
+    if (mp->ma_values != NULL || dk->dk_kind > 1) {
+        return -1;
+    }
+    Py_ssize_t i = *ppos, n = dk->dk_nentries;
+    if (i < 0) {
+        return 0;
+    }
+    char *entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
+    if (dk->dk_kind == 1) {
+        FcDictStrEntry *e = (FcDictStrEntry *)(void *)entries + i;
+        while (i < n && e->value == NULL) {
+            e++;
+            i++;
+        }
+        if (i >= n) {
+            return 0;
+        }
+        *pk = e->key;
+        *pv = e->value;
+    }
+    else {
+        FcDictEntry *e = (FcDictEntry *)(void *)entries + i;
+        while (i < n && e->value == NULL) {
+            e++;
+            i++;
+        }
+        if (i >= n) {
+            return 0;
+        }
+        *pk = e->key;
+        *pv = e->value;
+    }
+    *ppos = i + 1;
+    return 1;
+}
+#endif
+
+/* PyDict_Next for a dict frame's source: read directly while the layout
+   is the one checked at import (~50 instructions less an entry).
+   Borrowed *pk, *pv.  1 | 0 at the end */
+FC_INLINE int
+fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
+{
+#if FC_DICT_SLOTS
+    if (FC_LIKELY(c->st->dict_slots_ok)) {
+        int r = fc_dict_next_raw(d, ppos, pk, pv);
+        if (r >= 0) {
+            return r;
+        }
+    }
+#else
+    (void)c;
+#endif
+    return PyDict_Next(d, ppos, pk, pv);
+}
+
 /* y[key] = value in the prefilled copy y, where entry ix (cloned from x's
    entry ix) should hold key: a live entry with that very key object is
    y's entry for it.  1 done (a new reference taken) | 0 not so, nothing
@@ -442,11 +508,18 @@ fc_dict_slots_probe(FcState *st)
         ok = ok && (cp[t] = PyDict_Copy(src[t])) != NULL;   /* lint: own container */
         Py_ssize_t pos = 0, n = 0;
         PyObject *k, *v;
+        Py_ssize_t pos2 = 0;
+        PyObject *k2, *v2;
         while (ok && PyDict_Next(src[t], &pos, &k, &v)) {
             PyObject **slot = fc_dict_value_at(cp[t], pos - 1, k);
             ok = slot != NULL && *slot == v;
+            /* and fc_dict_next's walk (read as if the layout were proven)
+               is PyDict_Next's, deleted entry skipped */
+            ok = ok && fc_dict_next_raw(src[t], &pos2, &k2, &v2) == 1
+                 && pos2 == pos && k2 == k && v2 == v;
             n++;
         }
+        ok = ok && fc_dict_next_raw(src[t], &pos2, &k2, &v2) == 0;
         ok = ok && n == 6 && ((FcDictKeys *)(void *)((PyDictObject *)cp[t])->ma_keys)->dk_kind
                              == (t == 0 ? 1 : 0);
     }
@@ -669,7 +742,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
             return -1;
         }
-        if (!PyDict_Next(x, &f->u.dict.pos, &k, &v)) {
+        if (!fc_dict_next(c, x, &f->u.dict.pos, &k, &v)) {
             break;
         }
 #endif

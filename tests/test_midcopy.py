@@ -221,6 +221,71 @@ def test_plan_cache_churned_by_a_finalizer(fc):
     """)
 
 
+def test_hooks_edit_the_dict_being_walked(fc):
+    # the dict frame reads a combined table's entries directly (3.11-3.13): what each edit
+    # between two entries leaves -- the result, or the stdlib's RuntimeError -- is the
+    # stdlib's, for str-keyed and general tables with deleted entries first, and for an
+    # instance's split table
+    _child("""
+    import copy, fastcopy
+    class Hook:
+        def __init__(self, act): self.act = act
+        def __deepcopy__(self, memo):
+            act, self.act = self.act, None
+            if act is not None:
+                act()
+            return "hooked"
+    class O: pass
+    def sources():
+        for kind in ("str", "int", "split"):
+            if kind == "split":
+                o = O()
+                for i in range(12):
+                    setattr(o, "a%d" % i, [i])
+                d, keys = o.__dict__, ["a%d" % i for i in range(12)]
+                yield kind, o, d, keys
+                continue
+            keys = ["k%d" % i for i in range(20)] if kind == "str" else list(range(1000, 1020))
+            d = {k: [k] for k in keys}
+            for k in keys[:8]:
+                del d[k]
+            yield kind, None, d, keys[8:]
+    def acts(d, keys):
+        later, earlier = keys[-2], keys[0]
+        new = type(keys[0])(keys[0] * 2 if isinstance(keys[0], int) else keys[0] + "new")
+        return {
+            "value": lambda: d.__setitem__(later, ["replaced"]),
+            "swap_later": lambda: (d.pop(later), d.__setitem__(new, [0])),
+            "swap_earlier": lambda: (d.pop(earlier), d.__setitem__(new, [0])),
+            "grow": lambda: d.update({new: [0]}),
+            "shrink": lambda: d.pop(later),
+            "refill": lambda: (d.clear(), d.update({k: ["again"] for k in keys})),
+            "rehash": lambda: [d.update({new: 1}), d.pop(new)] * 40,
+        }
+    def outcome(impl, kind, act_name, where):
+        for k2, o, d, keys in sources():
+            if k2 == kind:
+                break
+        d[keys[where]] = Hook(acts(d, keys)[act_name])
+        try:
+            r = impl(d)
+        except RuntimeError as e:
+            return "RuntimeError: %s" % e
+        return repr(r)
+    n = 0
+    for kind in ("str", "int", "split"):
+        for act_name in ("value", "swap_later", "swap_earlier", "grow", "shrink", "refill",
+                         "rehash"):
+            for where in (0, 3, -1):
+                want = outcome(copy.deepcopy, kind, act_name, where)
+                got = outcome(fastcopy.deepcopy, kind, act_name, where)
+                assert got == want, (kind, act_name, where, got, want)
+                n += 1
+    print(n)
+    print("ok")
+    """)
+
+
 def test_weakref_callback_mutates_the_source(fc):
     _child("""
     import gc, weakref, fastcopy
