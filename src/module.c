@@ -29,7 +29,7 @@
     X(s_new) X(s_getnewargs) X(s_getnewargs_ex) X(s_slotnames) X(s_func) \
     X(s_self) X(s_deepcopy_kw) X(s_replace) X(empty_tuple) X(nil) \
     X(py_deepcopy) X(cowdict_type) \
-    X(frac_deepcopy) X(uuid_info) X(s_getinitargs) X(s_fraction) X(s_type) X(s_value_) X(prof_hook)
+    X(frac_deepcopy) X(uuid_info) X(s_getinitargs) X(s_fraction) X(s_type) X(s_value_) X(s_memo) X(prof_hook)
 
 FC_INLINE FcState *
 fc_state(PyObject *module)
@@ -122,6 +122,16 @@ fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     PyObject *x, *memo = NULL, *nil = NULL, *share = NULL;
     if (FC_LIKELY(nargs == 1 && kwnames == NULL)) {
         x = args[0];
+    }
+    else if (kwnames == NULL ? nargs >= 2 && nargs <= 3
+                             : nargs == 1 && PyTuple_GET_SIZE(kwnames) == 1
+                               && PyTuple_GET_ITEM(kwnames, 0) == st->s_memo) {
+        /* deepcopy(x, memo[, _nil]) -- the patched copy.deepcopy's own call
+           before 3.12 (_trampoline.py) -- and deepcopy(x, memo=memo), as
+           hooks call it (a keyword name in code is the interned string) */
+        x = args[0];
+        memo = args[1];
+        nil = nargs > 2 ? args[2] : NULL;
     }
     else {
         static const char *const names[] = {"x", "memo", "_nil", "share"};
@@ -516,6 +526,7 @@ fc_exec_names(FcState *st)
     FC_INTERN(s_fraction, "Fraction")
     FC_INTERN(s_value_, "_value_")
     FC_INTERN(s_type, "type")
+    FC_INTERN(s_memo, "memo")
 #undef FC_INTERN
 
     st->empty_tuple = PyTuple_New(0);

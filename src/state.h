@@ -82,7 +82,7 @@ struct FcState {
              *s_setstate, *s_dict, *s_update, *s_append, *s_items, *s_get,
              *s_new, *s_getnewargs, *s_getnewargs_ex, *s_slotnames,
              *s_func, *s_self, *s_deepcopy_kw, *s_replace,
-             *s_getinitargs, *s_fraction, *s_type, *s_value_;
+             *s_getinitargs, *s_fraction, *s_type, *s_value_, *s_memo;
 
     PyObject *empty_tuple;
     PyObject *nil;                 /* memo.get default, like copy's _nil */
