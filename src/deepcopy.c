@@ -350,76 +350,63 @@ typedef struct {
 typedef struct { Py_hash_t hash; PyObject *key, *value; } FcDictEntry;
 typedef struct { PyObject *key, *value; } FcDictStrEntry;
 
+/* A combined table's entry ix as its key's place; the value's is the next
+   one ({key, value} or {hash, key, value}).  Entries are `*stride` places
+   apart.  NULL: not a combined table (an instance's split one) */
+FC_INLINE PyObject **
+fc_dict_entry(PyObject *d, Py_ssize_t ix, Py_ssize_t *stride)
+{
+    PyDictObject *mp = (PyDictObject *)d;
+    FcDictKeys *dk = (FcDictKeys *)(void *)mp->ma_keys;
+    if (mp->ma_values != NULL || dk->dk_kind > 1) {
+        return NULL;
+    }
+    char *entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
+    if (dk->dk_kind == 1) {
+        *stride = 2;
+        return &((FcDictStrEntry *)(void *)entries)[ix].key;
+    }
+    *stride = 3;
+    return &((FcDictEntry *)(void *)entries)[ix].key;
+}
+
 /* The place of entry ix's value in combined dict d, when its key is `key`
    | NULL */
 FC_INLINE PyObject **
 fc_dict_value_at(PyObject *d, Py_ssize_t ix, PyObject *key)
 {
-    PyDictObject *mp = (PyDictObject *)d;
-    if (mp->ma_values != NULL) {
-        return NULL;
-    }
-    FcDictKeys *dk = (FcDictKeys *)(void *)mp->ma_keys;
+    FcDictKeys *dk = (FcDictKeys *)(void *)((PyDictObject *)d)->ma_keys;
+    Py_ssize_t stride;
     if (dk->dk_refcnt != 1 || ix < 0 || ix >= dk->dk_nentries) {
         return NULL;
     }
-    char *entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
-    if (dk->dk_kind == 1) {
-        FcDictStrEntry *e = (FcDictStrEntry *)(void *)entries + ix;
-        return e->key == key ? &e->value : NULL;
-    }
-    if (dk->dk_kind == 0) {
-        FcDictEntry *e = (FcDictEntry *)(void *)entries + ix;
-        return e->key == key ? &e->value : NULL;
-    }
-    return NULL;
+    PyObject **e = fc_dict_entry(d, ix, &stride);
+    return e != NULL && e[0] == key ? &e[1] : NULL;
 }
-#endif
 
-#if FC_DICT_SLOTS
 /* PyDict_Next(d, ppos, pk, pv) on a combined table: its entries read where
-   fc_dict_value_at finds them, deleted ones skipped as PyDict_Next skips
-   them.  Borrowed *pk, *pv.  1 | 0 at the end | -1 not a combined table
-   (an instance's split one): use PyDict_Next */
+   fc_dict_entry finds them, deleted ones (no value) skipped as PyDict_Next
+   skips them.  Borrowed *pk, *pv.  1 | 0 at the end | -1 not a combined
+   table (an instance's split one): use PyDict_Next */
 FC_INLINE int
 fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
 {
-    PyDictObject *mp = (PyDictObject *)d;
-    FcDictKeys *dk = (FcDictKeys *)(void *)mp->ma_keys;
-    if (mp->ma_values != NULL || dk->dk_kind > 1) {
+    Py_ssize_t stride;
+    PyObject **e = fc_dict_entry(d, 0, &stride);
+    if (e == NULL) {
         return -1;
     }
-    Py_ssize_t i = *ppos, n = dk->dk_nentries;
-    if (i < 0) {
-        return 0;
+    Py_ssize_t n = ((FcDictKeys *)(void *)((PyDictObject *)d)->ma_keys)->dk_nentries;
+    for (Py_ssize_t i = *ppos < 0 ? n : *ppos; i < n; i++) {
+        PyObject **entry = e + i * stride;
+        if (entry[1] != NULL) {
+            *pk = entry[0];
+            *pv = entry[1];
+            *ppos = i + 1;
+            return 1;
+        }
     }
-    char *entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
-    if (dk->dk_kind == 1) {
-        FcDictStrEntry *e = (FcDictStrEntry *)(void *)entries + i;
-        while (i < n && e->value == NULL) {
-            e++;
-            i++;
-        }
-        if (i >= n) {
-            return 0;
-        }
-        *pk = e->key;
-        *pv = e->value;
-    }
-    else {
-        FcDictEntry *e = (FcDictEntry *)(void *)entries + i;
-        while (i < n && e->value == NULL) {
-            e++;
-            i++;
-        }
-        if (i >= n) {
-            return 0;
-        }
-        *pk = e->key;
-        *pv = e->value;
-    }
-    *ppos = i + 1;
-    return 1;
+    return 0;
 }
 #endif
 

@@ -114,40 +114,52 @@ PyDoc_STRVAR(fc_deepcopy_doc,
 "share: a type, a tuple of types, or a predicate; matching objects are\n"
 "kept by reference wherever they occur instead of being copied.");
 
+/* The calls deepcopy gets from hooks and from the patched copy.deepcopy:
+   deepcopy(x[, memo[, _nil]]) and deepcopy(x, memo=memo), bound without
+   the generic parser -- the keyword by identity with the interned name
+   (code objects intern their keyword names), else by value.  1 bound
+   (o: x, memo, _nil; NULL = not given) | 0 any other call */
+FC_INLINE int
+fc_bind_deepcopy(FcState *st, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                 PyObject *o[3])
+{
+    if (kwnames == NULL) {
+        if (nargs < 1 || nargs > 3) {
+            return 0;
+        }
+    }
+    else {
+        if (nargs != 1 || PyTuple_GET_SIZE(kwnames) != 1) {
+            return 0;
+        }
+        PyObject *kw = PyTuple_GET_ITEM(kwnames, 0);
+        if (kw != st->s_memo && PyUnicode_CompareWithASCIIString(kw, "memo") != 0) {
+            return 0;
+        }
+    }
+    o[0] = args[0];
+    o[1] = nargs > 1 || kwnames != NULL ? args[1] : NULL;
+    o[2] = nargs > 2 ? args[2] : NULL;
+    return 1;
+}
+
 static PyObject *
 fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                PyObject *kwnames)
 {
     FcState *st = fc_state(module);
-    PyObject *x, *memo = NULL, *nil = NULL, *share = NULL;
-    if (FC_LIKELY(nargs == 1 && kwnames == NULL)) {
-        x = args[0];
-    }
-    else if (kwnames == NULL ? nargs >= 2 && nargs <= 3
-                             : nargs == 1 && PyTuple_GET_SIZE(kwnames) == 1
-                               && PyTuple_GET_ITEM(kwnames, 0) == st->s_memo) {
-        /* deepcopy(x, memo[, _nil]) -- the patched copy.deepcopy's own call
-           before 3.12 (_trampoline.py) -- and deepcopy(x, memo=memo), as
-           hooks call it (a keyword name in code is the interned string) */
-        x = args[0];
-        memo = args[1];
-        nil = nargs > 2 ? args[2] : NULL;
-    }
-    else {
+    PyObject *o[4], *share = NULL;
+    if (!fc_bind_deepcopy(st, args, nargs, kwnames, o)) {
         static const char *const names[] = {"x", "memo", "_nil", "share"};
-        PyObject *o[4];
         if (fc_parse("deepcopy", args, nargs, kwnames, names, 4, 3, 1, o) < 0) {
             return NULL;
         }
-        x = o[0];
-        memo = o[1];
-        nil = o[2];
         share = (o[3] == Py_None) ? NULL : o[3];
         if (share != NULL && fc_check_share(share) < 0) {
             return NULL;
         }
     }
-    return fc_deepcopy(st, x, memo, nil, share);
+    return fc_deepcopy(st, o[0], o[1], o[2], share);
 }
 
 PyDoc_STRVAR(fc_copy_doc,
@@ -320,14 +332,9 @@ fc_patched_deepcopy(PyObject *func, PyObject *const *args, size_t nargsf, PyObje
         return fc_patch_fallback(func, args, nargsf, kwnames);
     }
     FcState *st = fc_state(fc_patch_table[i].module);
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && nargs >= 1 && nargs <= 3) {
-        return fc_deepcopy(st, args[0], nargs > 1 ? args[1] : NULL,
-                           nargs > 2 ? args[2] : NULL, NULL);
-    }
-    if (nargs == 1 && PyTuple_GET_SIZE(kwnames) == 1
-        && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "memo") == 0) {
-        return fc_deepcopy(st, args[0], args[1], NULL, NULL);   /* deepcopy(x, memo=m) */
+    PyObject *o[3];
+    if (fc_bind_deepcopy(st, args, PyVectorcall_NARGS(nargsf), kwnames, o)) {
+        return fc_deepcopy(st, o[0], o[1], o[2], NULL);
     }
     /* anything else through the trampoline's frame: the interpreter's own
        binding and its messages (3.13's "Did you mean ...?") */

@@ -321,11 +321,30 @@ def assert_equivalent(scenario, fc=_MISSING):
     return std
 
 
-def run_python(code, timeout=120):
+def run_python(code, timeout=120, env=None):
     """Run code in a fresh interpreter that imports the fastcopy under test
-    (source_tree), so that a crash is a failed test, not a dead test run.
-    Returns CompletedProcess."""
+    (source_tree), so that a crash is a failed test, not a dead test run;
+    env: variables set for it on top of ours.  Returns CompletedProcess."""
     import source_tree
+    child_env = source_tree.subprocess_env()
+    child_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code], cwd=source_tree.RUN_CWD,
-                          env=source_tree.subprocess_env(),
-                          capture_output=True, text=True, timeout=timeout)
+                          env=child_env, capture_output=True, text=True, timeout=timeout)
+
+
+# glibc's ways of handing a copy its big blocks (GLIBC_TUNABLES): its adaptive
+# thresholds; a fresh mmap for every block from 128 KiB; a heap never trimmed,
+# whose freed pages stay mapped for the next copy
+MALLOC_REGIMES = {
+    "adaptive": "",
+    "fresh-mmaps": "glibc.malloc.mmap_threshold=131072",
+    "mapped-heap": "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296",
+}
+
+
+def run_python_under_malloc(code, regime, timeout=300):
+    """run_python(code) with glibc's allocator set up as MALLOC_REGIMES[regime]; asserts
+    that the child exited 0 and printed "ok" last."""
+    tunables = MALLOC_REGIMES[regime]
+    p = run_python(code, timeout=timeout, env={"GLIBC_TUNABLES": tunables} if tunables else None)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.returncode, p.stderr[-3000:])

@@ -18,6 +18,7 @@ import pytest
 np = pytest.importorskip("numpy")
 
 import fastcopy  # noqa: E402
+from shape import MALLOC_REGIMES, run_python_under_malloc  # noqa: E402
 
 #: built with the numpy fast path (numpy >= 2.0 headers at build time)
 BUILT = fastcopy.backends()["numpy"]["built"]
@@ -575,19 +576,12 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("malloc", [
-    "", "glibc.malloc.mmap_threshold=131072",
-    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"],
-    ids=["adaptive", "fresh-mmaps", "mapped-heap"])
-def test_populated_and_threaded_copies_are_exact(malloc, monkeypatch):
+@pytest.mark.parametrize("malloc", list(MALLOC_REGIMES))
+def test_populated_and_threaded_copies_are_exact(malloc):
     """Raw copies of 64 KiB and more map the destination pages that are
     missing (mincore) before writing them: the stdlib's bytes whether glibc
     hands out fresh mmaps, a trimmed heap top or reused heap."""
-    from shape import run_python
-    if malloc:
-        monkeypatch.setenv("GLIBC_TUNABLES", malloc)
-    p = run_python(POPULATE_CHILD, timeout=300)
-    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr
+    run_python_under_malloc(POPULATE_CHILD, malloc)
 
 
 @native

@@ -11,6 +11,7 @@ import pytest
 
 import fastcopy
 from fastcopy import _fastcopy
+from shape import MALLOC_REGIMES, run_python_under_malloc
 
 torch = pytest.importorskip("torch")
 
@@ -218,19 +219,12 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("malloc", [
-    "", "glibc.malloc.mmap_threshold=131072",
-    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"],
-    ids=["adaptive", "fresh-mmaps", "mapped-heap"])
-def test_populated_and_threaded_copies_are_exact(malloc, monkeypatch):
+@pytest.mark.parametrize("malloc", list(MALLOC_REGIMES))
+def test_populated_and_threaded_copies_are_exact(malloc):
     """Big host copies map only the destination pages that are missing
     (mincore) and split the bytes over threads: the same bytes as the
     stdlib's, whether glibc hands out fresh mmaps, reused heap, or both."""
-    from shape import run_python
-    if malloc:
-        monkeypatch.setenv("GLIBC_TUNABLES", malloc)
-    p = run_python(POPULATE_CHILD, timeout=300)
-    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr
+    run_python_under_malloc(POPULATE_CHILD, malloc)
 
 
 def test_share_predicate_sees_complete_copies(defer):
