@@ -350,17 +350,23 @@ typedef struct {
 typedef struct { Py_hash_t hash; PyObject *key, *value; } FcDictEntry;
 typedef struct { PyObject *key, *value; } FcDictStrEntry;
 
-/* A combined table's entry ix as its key's place; the value's is the next
-   one ({key, value} or {hash, key, value}).  Entries are `*stride` places
-   apart.  NULL: not a combined table (an instance's split one) */
-FC_INLINE PyObject **
-fc_dict_entry(PyObject *d, Py_ssize_t ix, Py_ssize_t *stride)
+/* d's keys when its table is combined (not an instance's split one) |
+   NULL */
+FC_INLINE FcDictKeys *
+fc_dict_combined(PyObject *d)
 {
     PyDictObject *mp = (PyDictObject *)d;
     FcDictKeys *dk = (FcDictKeys *)(void *)mp->ma_keys;
-    if (mp->ma_values != NULL || dk->dk_kind > 1) {
-        return NULL;
-    }
+    return mp->ma_values == NULL && dk->dk_kind <= 1 ? dk : NULL;
+}
+
+/* Entry ix (0 <= ix < dk_nentries: the shared empty table's entries are
+   not even aligned) of a combined table, as its key's place; the value's
+   is the next one ({key, value} or {hash, key, value}), and entries are
+   `*stride` places apart */
+FC_INLINE PyObject **
+fc_dict_entry(FcDictKeys *dk, Py_ssize_t ix, Py_ssize_t *stride)
+{
     char *entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
     if (dk->dk_kind == 1) {
         *stride = 2;
@@ -375,13 +381,13 @@ fc_dict_entry(PyObject *d, Py_ssize_t ix, Py_ssize_t *stride)
 FC_INLINE PyObject **
 fc_dict_value_at(PyObject *d, Py_ssize_t ix, PyObject *key)
 {
-    FcDictKeys *dk = (FcDictKeys *)(void *)((PyDictObject *)d)->ma_keys;
+    FcDictKeys *dk = fc_dict_combined(d);
     Py_ssize_t stride;
-    if (dk->dk_refcnt != 1 || ix < 0 || ix >= dk->dk_nentries) {
+    if (dk == NULL || dk->dk_refcnt != 1 || ix < 0 || ix >= dk->dk_nentries) {
         return NULL;
     }
-    PyObject **e = fc_dict_entry(d, ix, &stride);
-    return e != NULL && e[0] == key ? &e[1] : NULL;
+    PyObject **e = fc_dict_entry(dk, ix, &stride);
+    return e[0] == key ? &e[1] : NULL;
 }
 
 /* PyDict_Next(d, ppos, pk, pv) on a combined table: its entries read where
@@ -391,22 +397,25 @@ fc_dict_value_at(PyObject *d, Py_ssize_t ix, PyObject *key)
 FC_INLINE int
 fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
 {
-    Py_ssize_t stride;
-    PyObject **e = fc_dict_entry(d, 0, &stride);
-    if (e == NULL) {
+    FcDictKeys *dk = fc_dict_combined(d);
+    if (dk == NULL) {
         return -1;
     }
-    Py_ssize_t n = ((FcDictKeys *)(void *)((PyDictObject *)d)->ma_keys)->dk_nentries;
-    for (Py_ssize_t i = *ppos < 0 ? n : *ppos; i < n; i++) {
-        PyObject **entry = e + i * stride;
-        if (entry[1] != NULL) {
-            *pk = entry[0];
-            *pv = entry[1];
-            *ppos = i + 1;
-            return 1;
-        }
+    Py_ssize_t i = *ppos, n = dk->dk_nentries, stride;
+    if (i < 0 || i >= n) {
+        return 0;
     }
-    return 0;
+    PyObject **e = fc_dict_entry(dk, i, &stride);
+    while (e[1] == NULL) {
+        if (++i >= n) {
+            return 0;
+        }
+        e += stride;
+    }
+    *pk = e[0];
+    *pv = e[1];
+    *ppos = i + 1;
+    return 1;
 }
 #endif
 
