@@ -38,6 +38,7 @@ Nothing here imports fastcopy, copium or any benchmarked library at import time.
 # declared inside a function (pydantic is imported only when the suite runs).
 # mypy: ignore-errors
 import collections
+import copy
 import dataclasses
 import datetime
 import decimal
@@ -508,6 +509,256 @@ def call_omegaconf_merge(payload):
 
 
 # ---------------------------------------------------------------------------------------------
+# Hook-heavy workloads: the copy module's documented idiom, pydantic, attrs, frozen dataclasses
+# ---------------------------------------------------------------------------------------------
+
+class IdiomNode:
+    """The copy module's documented ``__deepcopy__``: a new instance stored in the memo before
+    each attribute is deep-copied with the memo it was given."""
+
+    def __init__(self, name, children, meta):
+        self.name = name
+        self.children = children
+        self.meta = meta
+
+    def __deepcopy__(self, memo):
+        cls = self.__class__
+        result = cls.__new__(cls)
+        memo[id(self)] = result
+        for k, v in self.__dict__.items():
+            setattr(result, k, copy.deepcopy(v, memo))
+        return result
+
+
+class PlainNode:
+    """IdiomNode's twin without the hook: the same structure, copied through reduce."""
+
+    def __init__(self, name, children, meta):
+        self.name = name
+        self.children = children
+        self.meta = meta
+
+
+def _idiom_payload(cls):
+    node = cls("root", [cls("leaf%d" % i, [], {"w": [i, i + 1]}) for i in range(4)],
+               {"tags": ["a", "b"], "shape": (3, 4)})
+    return {"node": node, "rows": [{"a": i, "b": "x", "c": [i, 2]} for i in range(3000)]}
+
+
+def build_hook_idiom():
+    return _idiom_payload(IdiomNode)
+
+
+def build_hook_idiom_free():
+    return _idiom_payload(PlainNode)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrozenPoint:
+    x: float
+    y: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrozenRecord:
+    id: int
+    name: str
+    score: float
+    tags: tuple
+    pos: FrozenPoint
+    meta: dict
+
+
+def build_frozen_dataclasses():
+    return [FrozenRecord(i, "r%d" % i, i / 7, ("a", "b"), FrozenPoint(i, -i),
+                         {"ok": i % 2 == 0, "hist": [i, i + 1]}) for i in range(2000)]
+
+
+_ATTRS = {}
+
+
+def _attrs_classes():
+    if _ATTRS:
+        return _ATTRS
+    attrs = importlib.import_module("attrs")
+
+    @attrs.define
+    class Point:
+        x: float
+        y: float
+
+    @attrs.define
+    class Record:
+        id: int
+        name: str
+        score: float
+        tags: list
+        pos: Point
+        meta: dict = attrs.field(factory=dict)
+
+    @attrs.frozen
+    class FPoint:
+        x: float
+        y: float
+
+    @attrs.frozen(cache_hash=True)
+    class FRecord:
+        id: int
+        name: str
+        tags: tuple
+        pos: FPoint
+        meta: dict = attrs.field(factory=dict, hash=False)
+
+    _ATTRS.update(Point=Point, Record=Record, FPoint=FPoint, FRecord=FRecord)
+    return _ATTRS
+
+
+def build_attrs_records():
+    a = _attrs_classes()
+    return [a["Record"](i, "r%d" % i, i / 7, ["a", "b"], a["Point"](i, -i),
+                        {"ok": i % 2 == 0, "hist": [i, i + 1]}) for i in range(2000)]
+
+
+def build_attrs_frozen():
+    a = _attrs_classes()
+    return [a["FRecord"](i, "r%d" % i, ("a", "b"), a["FPoint"](i, -i), {"hist": [i]})
+            for i in range(2000)]
+
+
+_PYDANTIC_CHAT = {}
+
+
+def _pydantic_chat_models():
+    if _PYDANTIC_CHAT:
+        return _PYDANTIC_CHAT
+    pydantic = importlib.import_module("pydantic")
+    typing = importlib.import_module("typing")
+    BaseModel, Field = pydantic.BaseModel, pydantic.Field
+    Optional, Literal, Any = typing.Optional, typing.Literal, typing.Any
+
+    class FunctionCall(BaseModel):
+        name: str
+        arguments: str
+
+    class ToolCall(BaseModel):
+        id: str
+        type: Literal["function"] = "function"
+        function: FunctionCall
+
+    class Message(BaseModel):
+        role: Literal["system", "user", "assistant", "tool"]
+        content: Optional[str] = None
+        tool_calls: Optional[list[ToolCall]] = None
+        tool_call_id: Optional[str] = None
+        name: Optional[str] = None
+
+    class ToolParameters(BaseModel):
+        type: str = "object"
+        properties: dict[str, Any] = Field(default_factory=dict)
+        required: list[str] = Field(default_factory=list)
+
+    class ToolFunction(BaseModel):
+        name: str
+        description: str
+        parameters: ToolParameters
+
+    class Tool(BaseModel):
+        type: Literal["function"] = "function"
+        function: ToolFunction
+
+    class Conversation(BaseModel):
+        model: str
+        messages: list[Message]
+        tools: list[Tool]
+        temperature: float = 0.7
+        metadata: dict[str, Any] = Field(default_factory=dict)
+
+    class Usage(BaseModel):
+        prompt_tokens: int
+        completion_tokens: int
+        total_tokens: int
+
+    class Choice(BaseModel):
+        index: int
+        message: Message
+        finish_reason: Optional[str] = None
+        logprobs: Optional[Any] = None
+
+    class ChatCompletion(BaseModel):
+        id: str
+        object: str = "chat.completion"
+        created: int
+        model: str
+        choices: list[Choice]
+        usage: Usage
+        system_fingerprint: Optional[str] = None
+
+    _PYDANTIC_CHAT.update(FunctionCall=FunctionCall, ToolCall=ToolCall, Message=Message,
+                          ToolParameters=ToolParameters, ToolFunction=ToolFunction, Tool=Tool,
+                          Conversation=Conversation, Usage=Usage, Choice=Choice,
+                          ChatCompletion=ChatCompletion)
+    return _PYDANTIC_CHAT
+
+
+def build_pydantic_conversation():
+    # an agent's conversation: 4 tools, a system prompt, 10 user/assistant/tool rounds, the
+    # assistant calling a tool in each (65 models in all)
+    m = _pydantic_chat_models()
+    tools = [m["Tool"](function=m["ToolFunction"](
+        name="tool%d" % t, description="does thing %d" % t,
+        parameters=m["ToolParameters"](properties={"q": {"type": "string"},
+                                                   "n": {"type": "integer", "minimum": 0}},
+                                       required=["q"])))
+        for t in range(4)]
+    msgs = [m["Message"](role="system", content="You are a helpful assistant.")]
+    for r in range(10):
+        msgs.append(m["Message"](role="user", content="question %d: " % r + "words " * 20))
+        call = m["ToolCall"](id="call_%d" % r, function=m["FunctionCall"](
+            name="tool%d" % (r % 4), arguments='{"q": "x%d", "n": %d}' % (r, r)))
+        msgs.append(m["Message"](role="assistant", tool_calls=[call]))
+        msgs.append(m["Message"](role="tool", tool_call_id="call_%d" % r,
+                                 content="result %d " % r * 10))
+    msgs.append(m["Message"](role="assistant", content="The answer is 42."))
+    return m["Conversation"](model="gpt-x", messages=msgs, tools=tools,
+                             metadata={"user": "u1", "trace": ["a", "b"]})
+
+
+def build_pydantic_responses():
+    m = _pydantic_chat_models()
+    out = []
+    for i in range(20):
+        msg = m["Message"](role="assistant", content="answer %d " % i * 8)
+        out.append(m["ChatCompletion"](
+            id="chatcmpl-%d" % i, created=1700000000 + i, model="gpt-x",
+            choices=[m["Choice"](index=0, message=msg, finish_reason="stop")],
+            usage=m["Usage"](prompt_tokens=100 + i, completion_tokens=20, total_tokens=120 + i),
+            system_fingerprint="fp_%d" % i))
+    return out
+
+
+def build_pydantic_settings():
+    pydantic_settings = importlib.import_module("pydantic_settings")
+    pydantic = importlib.import_module("pydantic")
+
+    class Database(pydantic.BaseModel):
+        url: str = "postgresql://localhost/app"
+        pool_size: int = 10
+        options: dict = pydantic.Field(default_factory=lambda: {"sslmode": "prefer"})
+
+    class Settings(pydantic_settings.BaseSettings):
+        app_name: str = "service"
+        debug: bool = False
+        workers: int = 4
+        allowed_hosts: list = pydantic.Field(default_factory=lambda: ["a.example", "b.example"])
+        db: Database = pydantic.Field(default_factory=Database)
+        replicas: list = pydantic.Field(default_factory=lambda: [Database(url="r%d" % i)
+                                                                 for i in range(3)])
+        features: dict = pydantic.Field(default_factory=lambda: {"x": True, "y": [1, 2]})
+
+    return [Settings() for _ in range(20)]
+
+
+# ---------------------------------------------------------------------------------------------
 # Registry
 # ---------------------------------------------------------------------------------------------
 
@@ -600,6 +851,28 @@ WORKLOADS = [
     _W("graph_adjacency", "stdlib", (),
        "networkx.Graph-style dicts: 1,000 nodes, ~3,000 edges, adj[u][v] is adj[v][u]",
        build_graph_adjacency),
+    _W("hook_idiom", "hooks", (),
+       "the copy module's documented __deepcopy__ idiom on a small tree, then 3,000 small dicts",
+       build_hook_idiom),
+    _W("hook_idiom_free", "hooks", (),
+       "hook_idiom's structure without the hook (the same data through reduce)",
+       build_hook_idiom_free),
+    _W("frozen_dataclasses", "hooks", (),
+       "2,000 @dataclass(frozen=True, slots=True) records with a nested frozen point",
+       build_frozen_dataclasses),
+    _W("attrs_records", "attrs", ("attrs",),
+       "2,000 attrs @define (slotted) records with a nested point, a list and a dict",
+       build_attrs_records),
+    _W("attrs_frozen", "attrs", ("attrs",),
+       "2,000 attrs @frozen(cache_hash=True) records with a nested frozen point",
+       build_attrs_frozen),
+    _W("pydantic_conversation", "pydantic", ("pydantic",),
+       "an LLM agent conversation: 65 pydantic v2 models (messages, tool calls, tools)",
+       build_pydantic_conversation),
+    _W("pydantic_responses", "pydantic", ("pydantic",),
+       "20 pydantic v2 chat-completion responses", build_pydantic_responses),
+    _W("pydantic_settings", "pydantic", ("pydantic_settings",),
+       "20 pydantic-settings BaseSettings objects with nested models", build_pydantic_settings),
 ]
 
 _BY_NAME = {w.name: w for w in WORKLOADS}

@@ -2007,6 +2007,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
+        c->shown_x = x;
         if (fc_before_user_code(c, 1) < 0) {
             Py_DECREF(copier);
             return NULL;
@@ -2026,6 +2027,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         return NULL;
     }
     if (copier != NULL && copier != Py_None) {
+        c->shown_x = x;
         if (fc_before_user_code(c, 1) < 0) {
             Py_DECREF(copier);
             return NULL;
@@ -2048,6 +2050,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         return Py_NewRef(x);
     }
     if (!fc_rv_native(rv)) {
+        c->shown_x = x;
         if (fc_before_user_code(c, 1) < 0) {
             Py_DECREF(rv);
             return NULL;
@@ -2551,6 +2554,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->lender = NULL;
     c->lent = 0;
     c->shown = 0;
+    c->shown_x = NULL;
     c->shows = 0;
     c->shown_next = NULL;
 #ifndef Py_GIL_DISABLED

@@ -505,6 +505,18 @@ typedef struct {
     uint64_t mir_ver;             /* its version tag after our last write */
     int dict_truth;               /* a hook changed or kept it: from now on
                                      the dict is the memo (every call on it) */
+    /* what a hook's writes into the mirror are checked against (memo.c,
+       "A hook that writes into the memo"): */
+    PyObject **mkeys;             /* per entry synced into the mirror: its key
+                                     there (an int, strong; NULL: none) */
+    Py_ssize_t capmkeys;
+    Py_ssize_t stale;             /* entries [0, stale): a hook may have
+                                     replaced their value in the mirror */
+    Py_ssize_t mir_len;           /* len(mirror) after our last write ... */
+    Py_ssize_t mir_keep_len;      /* ... len(mirror_keep) then ... */
+    PyObject *mir_last;           /* ... and its last key (borrowed: held by
+                                     mkeys or mirror_id) */
+    PyObject *mirror_id;          /* its key id(mirror), strong, or NULL */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;
@@ -562,6 +574,8 @@ typedef struct FcCtx {
     Py_ssize_t shown_refs;    /* the dict's refcount when shown */
     PyThreadState *shown_ts;  /* the thread it was shown on */
     int shown;                /* a hook sees the memo now */
+    PyObject *shown_x;        /* ... the object whose hook it is (borrowed:
+                                 its frame holds it) */
     unsigned int shows;       /* times the native memo was shown */
     FcFrame *frames;
     Py_ssize_t nframes, capframes;

@@ -139,6 +139,12 @@ fc_memo_init(FcMemo *m)
     m->mir_n = m->mir_keep = 0;
     m->mir_ver = 0;
     m->dict_truth = 0;
+    m->mkeys = NULL;
+    m->capmkeys = 0;
+    m->stale = 0;
+    m->mir_len = m->mir_keep_len = 0;
+    m->mir_last = NULL;
+    m->mirror_id = NULL;
 }
 
 static void fc_ghost_release(FcMemo *m);
@@ -149,7 +155,8 @@ fc_memo_clear(FcMemo *m)
     FcSpare *sp = m->spare;
     if (m->n == 0 && m->nkeep == 0 && m->entries == m->small && m->keep == m->small_keep
         && m->index == NULL && m->ghost == NULL && m->mirror == NULL
-        && m->mirror_keep == NULL && m->grave == NULL) {
+        && m->mirror_keep == NULL && m->grave == NULL && m->mkeys == NULL
+        && m->mirror_id == NULL) {
         /* nothing held (a nested call's table went back to its lender):
            only the scalars to reset */
         m->keep_pos = -1;
@@ -157,7 +164,15 @@ fc_memo_clear(FcMemo *m)
         m->mir_n = m->mir_keep = 0;
         m->mir_ver = 0;
         m->dict_truth = 0;
+        m->stale = m->mir_len = m->mir_keep_len = 0;
+        m->mir_last = NULL;
         return;
+    }
+    if (m->mkeys != NULL) {
+        for (Py_ssize_t i = 0; i < m->mir_n; i++) {
+            Py_XDECREF(m->mkeys[i]);
+        }
+        PyMem_Free(m->mkeys);
     }
     for (Py_ssize_t i = 0; i < m->n; i++) {
         Py_CLEAR(m->entries[i].value);
@@ -182,6 +197,7 @@ fc_memo_clear(FcMemo *m)
     }
     Py_CLEAR(m->mirror);
     Py_CLEAR(m->mirror_keep);
+    Py_CLEAR(m->mirror_id);
     Py_CLEAR(m->grave);
     fc_memo_init(m);
     m->spare = sp;
@@ -235,6 +251,8 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     return 0;
 }
 
+FC_NOINLINE PyObject *fc_memo_recheck(FcMemo *m, Py_ssize_t pos);
+
 /* borrowed copy | NULL (missing; never an error).  A miss is remembered:
    the walker usually looks the same object up again when it enters it,
    and then stores its copy (fc_memo_missed, fc_memo_set). */
@@ -244,6 +262,9 @@ fc_memo_get(FcMemo *m, PyObject *key)
     if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
+                if (FC_UNLIKELY(i < m->stale)) {
+                    return fc_memo_recheck(m, i);
+                }
                 return m->entries[i].value;
             }
         }
@@ -260,6 +281,9 @@ fc_memo_get(FcMemo *m, PyObject *key)
             return NULL;
         }
         if (m->entries[e - 1].key == key) {
+            if (FC_UNLIKELY(e - 1 < m->stale)) {
+                return fc_memo_recheck(m, e - 1);
+            }
             return m->entries[e - 1].value;
         }
         j = (j + 1) & mask;
@@ -309,6 +333,8 @@ fc_memo_grow(FcMemo *m)
     return 0;
 }
 
+static int fc_memo_replace(FcMemo *m, Py_ssize_t pos, PyObject *value);
+
 /* fc_memo_set, every case.  0 | -1+exc */
 static int
 fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
@@ -320,8 +346,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
     else if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
-                Py_SETREF(m->entries[i].value, Py_NewRef(value));
-                return 0;
+                return fc_memo_replace(m, i, value);
             }
         }
     }
@@ -334,8 +359,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
                 break;
             }
             if (m->entries[e - 1].key == key) {
-                Py_SETREF(m->entries[e - 1].value, Py_NewRef(value));
-                return 0;
+                return fc_memo_replace(m, e - 1, value);
             }
             j = (j + 1) & mask;
         }
@@ -942,6 +966,53 @@ fc_retrack_all(FcCtx *c)
  * version tags (3.14+, FC_HAVE_DICT_VERSION 0; dict watchers would do).
  */
 
+/* Room in m->mkeys for `need` entries.  0 | -1+exc */
+static int
+fc_mkeys_room(FcMemo *m, Py_ssize_t need)
+{
+    if (need <= m->capmkeys) {
+        return 0;
+    }
+    Py_ssize_t ncap = m->capmkeys ? m->capmkeys : 64;
+    while (ncap < need) {
+        ncap *= 2;
+    }
+    PyObject **nk = PyMem_Realloc(m->mkeys, sizeof(PyObject *) * (size_t)ncap);
+    if (nk == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    m->mkeys = nk;
+    m->capmkeys = ncap;
+    return 0;
+}
+
+/* mirror[k] = v, written by the call itself: a new key is the mirror's last
+   (it never has a hole: the absorb step below refuses one), and the version
+   tag stays ours if it was.  0 | -1+exc */
+static int
+fc_mirror_set(FcMemo *m, PyObject *k, PyObject *v)
+{
+    PyObject *d = m->mirror;
+#if FC_HAVE_DICT_VERSION
+    int ours = fc_dict_version(d) == m->mir_ver;
+#endif
+    Py_ssize_t n0 = PyDict_GET_SIZE(d);
+    if (PyDict_SetItem(d, k, v) < 0) {
+        return -1;
+    }
+    if (PyDict_GET_SIZE(d) != n0) {
+        m->mir_last = k;
+        m->mir_len = PyDict_GET_SIZE(d);
+    }
+#if FC_HAVE_DICT_VERSION
+    if (ours) {
+        m->mir_ver = fc_dict_version(d);
+    }
+#endif
+    return 0;
+}
+
 /* The mirror holds every entry and keep-alive original of the native memo,
    in the stdlib's order.  0 | -1+exc */
 static int
@@ -956,19 +1027,25 @@ fc_memo_sync(FcMemo *m)
         if (d == NULL) {
             return -1;
         }
+        m->mir_len = 0;
+        m->mir_last = NULL;
+    }
+    if (fc_mkeys_room(m, m->n) < 0) {
+        return -1;
     }
     for (Py_ssize_t i = m->mir_n; i <= m->n; i++) {
         if (i == m->keep_pos && m->mirror_keep == NULL) {
             /* memo[id(memo)] = [x]: created at the first _keep_alive, which
                came after m->keep_pos entries */
-            PyObject *did = PyLong_FromVoidPtr(d);
-            PyObject *keep = did ? PyList_New(0) : NULL;
-            if (keep == NULL || PyDict_SetItem(d, did, keep) < 0) {
-                Py_XDECREF(did);
+            PyObject *did = m->mirror_id;
+            if (did == NULL && (did = m->mirror_id = PyLong_FromVoidPtr(d)) == NULL) {
+                return -1;
+            }
+            PyObject *keep = PyList_New(0);
+            if (keep == NULL || fc_mirror_set(m, did, keep) < 0) {
                 Py_XDECREF(keep);
                 return -1;
             }
-            Py_DECREF(did);
             m->mirror_keep = keep;
             m->mir_keep = 0;
         }
@@ -976,6 +1053,7 @@ fc_memo_sync(FcMemo *m)
             break;
         }
         if (m->entries[i].key == &fc_memo_dead) {
+            m->mkeys[i] = NULL;
             m->mir_n = i + 1;
             continue;
         }
@@ -984,11 +1062,11 @@ fc_memo_sync(FcMemo *m)
         if (k == NULL) {
             return -1;
         }
-        int r = PyDict_SetItem(d, k, m->entries[i].value);
-        Py_DECREF(k);
-        if (r < 0) {
+        if (fc_mirror_set(m, k, m->entries[i].value) < 0) {
+            Py_DECREF(k);
             return -1;
         }
+        m->mkeys[i] = k;
         m->mir_n = i + 1;
     }
     for (Py_ssize_t i = m->mir_keep; i < m->nkeep; i++) {
@@ -997,11 +1075,251 @@ fc_memo_sync(FcMemo *m)
         }
         m->mir_keep = i + 1;
     }
+    if (m->mirror_keep != NULL) {
+        m->mir_keep_len = PyList_GET_SIZE(m->mirror_keep);
+    }
 #if FC_HAVE_DICT_VERSION
     m->mir_ver = fc_dict_version(d);
 #endif
     return 0;
 }
+
+/*
+ * A hook that writes into the memo
+ * --------------------------------
+ * The copy module's documented __deepcopy__ stores memo[id(self)] = result
+ * before copying its attributes, and so does pydantic's BaseModel since
+ * 2.14; an unpatched hook's copy.deepcopy(v, memo) adds the entries and
+ * keep-alive originals of everything it copies.  Turning the memo into the
+ * dict for the rest of the call for that (an int and a dict operation per
+ * object from then on) is what made such hooks slow.  So when the mirror's
+ * version tag moved, the call takes the hook's changes back into the
+ * native table where it can prove what they were (fc_memo_absorb):
+ *
+ *   - nothing before our last write was removed or moved: the mirror had
+ *     no hole then (we only ever append to it, and this step refuses
+ *     holes), its last key then is still found at its place, and len()
+ *     adds up with the entries after it, one per place;
+ *   - every entry after it is an addition whose key is id(o) for an object
+ *     o that is alive and can be named: the object whose hook it is, or an
+ *     original the hook appended to the keep-alive list (the stdlib's
+ *     _keep_alive does, for everything it memoizes) -- and o is no atomic,
+ *     which the native walker copies without a lookup.  o is then kept
+ *     alive to the end of the call (m->grave), so its address stays its
+ *     own, and the entry is appended to the table, key o;
+ *   - a keep-alive list the hook created under id(memo) becomes the
+ *     mirror's; one that is no longer under id(memo) refuses the step.
+ *
+ * A value the hook replaced in place cannot be seen from the outside (the
+ * version tag moves for every write, and comparing every entry would make
+ * a memo shown to n hooks cost O(n^2)).  So the entries from before are
+ * marked stale: a lookup that hits one reads its value from the mirror
+ * (fc_memo_recheck), and a store to one writes through (fc_memo_replace).
+ * Anything else -- a key that is no such id, a deletion, a mapping kept --
+ * leaves the dict as the memo, as before.
+ */
+
+/* A hit on stale entry pos: the value the mirror holds (a hook may have
+   replaced it), NULL if a hook removed the key.  Runs no code. */
+FC_NOINLINE PyObject *
+fc_memo_recheck(FcMemo *m, Py_ssize_t pos)
+{
+    PyObject *k = m->mkeys != NULL && pos < m->mir_n ? m->mkeys[pos] : NULL;
+    if (k == NULL || m->mirror == NULL) {
+        return m->entries[pos].value;
+    }
+    /* an exact int key in an exact dict: no user code, no error */
+    return PyDict_GetItemWithError(m->mirror, k);
+}
+
+/* memo[id(key)] = value for the key of entry pos.  0 | -1+exc */
+static int
+fc_memo_replace(FcMemo *m, Py_ssize_t pos, PyObject *value)
+{
+    if (pos < m->mir_n && m->mkeys != NULL && m->mkeys[pos] != NULL
+        && fc_mirror_set(m, m->mkeys[pos], value) < 0) {
+        return -1;
+    }
+    Py_SETREF(m->entries[pos].value, Py_NewRef(value));
+    return 0;
+}
+
+static int
+fc_ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The addition at mirror place j: its key and value (borrowed), the object
+   it stands for (NULL: the keep-alive list). */
+typedef struct {
+    PyObject *key, *value, *obj;
+} FcAdded;
+
+#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
+/* The hook shown the mirror wrote into it (its version moved): take the
+   additions into the table if they can be proven to be only that (above).
+   `shown`: the object whose hook it is.  No user code; keeps no exception
+   of its own.  1 taken (the mirror current again) | 0 not (the table is
+   unchanged, or m->dict_truth set) */
+static int
+fc_memo_absorb(FcMemo *m, PyObject *shown)
+{
+    PyObject *d = m->mirror, *k, *v;
+    Py_ssize_t L0 = m->mir_len, len = PyDict_GET_SIZE(d), pos;
+    if (m->dict_truth || len < L0 || m->mir_n != m->n || m->nghost != 0) {
+        return 0;
+    }
+    if (L0 > 0) {
+        pos = L0 - 1;
+        if (!PyDict_Next(d, &pos, &k, &v) || pos != L0 || k != m->mir_last) {
+            return 0;
+        }
+    }
+    if (m->mirror_keep != NULL
+        && PyDict_GetItemWithError(d, m->mirror_id) != m->mirror_keep) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t a = len - L0;
+    FcAdded *add = NULL;
+    uintptr_t *tail = NULL;
+    Py_ssize_t ntail = -1, adopt = -1;
+    PyObject *keep = m->mirror_keep;
+    int ok = 0;
+    if (a > 0 && (add = PyMem_Malloc(sizeof(FcAdded) * (size_t)a)) == NULL) {
+        goto done;
+    }
+    /* first the places and keys (and a keep-alive list the hook made,
+       whose items name the objects of the entries before it too) */
+    unsigned long long did = (unsigned long long)(uintptr_t)d;
+    pos = L0;
+    for (Py_ssize_t j = 0; j < a; j++) {
+        if (!PyDict_Next(d, &pos, &k, &v) || pos != L0 + j + 1 || !PyLong_CheckExact(k)) {
+            goto done;
+        }
+        unsigned long long id = PyLong_AsUnsignedLongLong(k);
+        if (id == (unsigned long long)-1 && PyErr_Occurred()) {
+            goto done;
+        }
+        add[j].key = k;
+        add[j].value = v;
+        add[j].obj = (PyObject *)(uintptr_t)id;     /* an address, until proven */
+        if (id == did) {
+            if (keep != NULL || m->keep_pos >= 0 || !PyList_CheckExact(v)) {
+                goto done;
+            }
+            keep = v;
+            adopt = j;
+        }
+    }
+    if (PyDict_Next(d, &pos, &k, &v)) {
+        goto done;          /* more after them: a hole before */
+    }
+    /* then the object each key is the id of */
+    for (Py_ssize_t j = 0; j < a; j++) {
+        if (j == adopt) {
+            add[j].obj = NULL;
+            continue;
+        }
+        uintptr_t want = (uintptr_t)add[j].obj;
+        PyObject *o = NULL;
+        if (shown != NULL && want == (uintptr_t)shown) {
+            o = shown;
+        }
+        else if (keep != NULL) {
+            if (ntail < 0) {
+                /* the originals appended since our last write */
+                Py_ssize_t from = keep == m->mirror_keep ? m->mir_keep_len : 0;
+                Py_ssize_t to = PyList_GET_SIZE(keep);
+                ntail = to > from ? to - from : 0;
+                if (ntail > 0) {
+                    tail = PyMem_Malloc(sizeof(uintptr_t) * (size_t)ntail);
+                    if (tail == NULL) {
+                        goto done;
+                    }
+                    for (Py_ssize_t i = 0; i < ntail; i++) {
+                        tail[i] = (uintptr_t)PyList_GET_ITEM(keep, from + i);
+                    }
+                    qsort(tail, (size_t)ntail, sizeof(uintptr_t), fc_ptr_cmp);
+                }
+            }
+            if (ntail > 0 && bsearch(&want, tail, (size_t)ntail, sizeof(uintptr_t),
+                                     fc_ptr_cmp) != NULL) {
+                o = (PyObject *)want;   /* an item of the list: alive */
+            }
+        }
+        if (o == NULL || (FK_BIT(fc_kind(Py_TYPE(o))) & FC_DEEP_ATOMIC)
+            || fc_memo_get(m, o) != NULL) {
+            goto done;
+        }
+        add[j].obj = o;
+    }
+    /* proven: keep the objects alive, then take the entries */
+    for (Py_ssize_t j = 0; j < a; j++) {
+        if (add[j].obj != NULL
+            && ((m->grave == NULL && (m->grave = PyList_New(0)) == NULL)
+                || PyList_Append(m->grave, add[j].obj) < 0)) {
+            goto done;
+        }
+    }
+    if (fc_mkeys_room(m, m->n + a) < 0) {
+        goto done;
+    }
+    Py_ssize_t n0 = m->n;
+    m->miss = NULL;
+    for (Py_ssize_t j = 0; j < a; j++) {
+        if (j == adopt) {
+            m->mirror_keep = Py_NewRef(keep);
+            m->mirror_id = Py_NewRef(add[j].key);
+            m->keep_pos = m->n;
+            m->mir_keep = m->nkeep;
+            continue;
+        }
+        Py_ssize_t n1 = m->n;
+        if (fc_memo_set(m, add[j].obj, add[j].value) < 0 || m->n != n1 + 1) {
+            /* half taken: the mirror is the only truth left */
+            m->dict_truth = 1;
+            goto done;
+        }
+        m->mkeys[m->n - 1] = Py_NewRef(add[j].key);
+        m->mir_n = m->n;
+    }
+    m->stale = n0;
+    m->mir_n = m->n;
+    m->mir_len = len;
+    if (a > 0) {
+        m->mir_last = adopt == a - 1 ? m->mirror_id : m->mkeys[m->n - 1];
+    }
+    if (m->mirror_keep != NULL) {
+        m->mir_keep_len = PyList_GET_SIZE(m->mirror_keep);
+    }
+    m->mir_ver = fc_dict_version(d);
+    ok = 1;
+done:
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+    }
+    PyMem_Free(add);
+    PyMem_Free(tail);
+    return ok;
+}
+
+/* fc_memo_absorb around a pending exception (a hook that raised). */
+static int
+fc_memo_absorb_keeping(FcCtx *c)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int r = fc_memo_absorb(&c->native, c->shown_x);
+    PyErr_Restore(et, ev, tb);
+    if (r) {
+        c->st->test.memo_absorbed++;
+    }
+    return r;
+}
+#endif
 
 /* From now on the mirror is the memo: c->memo, FC_MEMO_DICT.  The native
    table goes (the mirror holds all of it). */
@@ -1076,11 +1394,12 @@ fc_memo_hide(FcCtx *c)
     if (c->mode != FC_MEMO_NATIVE) {
         return;
     }
-#if FC_HAVE_DICT_VERSION
+#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
     FcMemo *m = &c->native;
     if (!m->dict_truth && m->mirror == c->memo
-        && fc_dict_version(m->mirror) == m->mir_ver
         && Py_REFCNT(m->mirror) == c->shown_refs
+        && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == 2)
+        && (fc_dict_version(m->mirror) == m->mir_ver || fc_memo_absorb_keeping(c))
         && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == 2)) {
         Py_CLEAR(c->memo);
         return;
@@ -1138,9 +1457,9 @@ fc_memo_borrow(FcState *st, PyObject *memo)
         /* a hook that hands the memo to another thread: that thread's
            call uses the dict, as for a caller's memo */
         if (!o->lent && m->mirror == memo && o->shown_ts == ts) {
-#if FC_HAVE_DICT_VERSION
+#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
             if (o->mode == FC_MEMO_NATIVE && !m->dict_truth
-                && fc_dict_version(memo) == m->mir_ver) {
+                && (fc_dict_version(memo) == m->mir_ver || fc_memo_absorb_keeping(o))) {
                 return o;
             }
 #endif
