@@ -14,6 +14,7 @@
 #include "numpy.c"
 #include "torch.c"
 #include "cuda_backend.c"
+#include "hooks.c"
 #include "plan.c"
 #include "reduce.c"
 #include "deepcopy.c"

@@ -62,6 +62,7 @@
 #include "defer.h"
 #include "select.h"
 #include "state.h"
+#include "hooks.h"
 #include "profile.h"
 #if !FC_PY312_PLUS
 #  include "structmember.h"   /* PyMember_GetOne, PyMember_SetOne */
@@ -88,6 +89,8 @@ struct FcRecon {
     unsigned int ptag;      /*   skip hasattr(y, "__setstate__") safely */
     unsigned int shows;     /* fresh: c->shows when y was made */
     int fresh;              /* y made by object.__new__ with the memo native */
+    int dc;                 /* FP_DCSTATE: the state is dataclasses' list,
+                               applied natively while still its own (hooks.c) */
     /* R_SLOTS (fc_deep_slots): sl holds sl_cap names, then as many values,
        then as many copies (strong; the first sl_n of each used, copies made
        up to sl_i); sl_pos: the slot dict's entry place in the native memo,
@@ -969,6 +972,27 @@ fc_slots_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return rc < 0 ? -1 : 0;
 }
 
+/* R_STATE_GOT for a frozen slotted dataclass (fc_deep_dcstate): its
+   copied state list applied by dataclasses' own __setstate__, natively
+   while y's type and the hook are still the ones planned, else called.
+   0 | -1+exc */
+FC_NOINLINE int
+fc_dc_apply(FcCtx *c, FcFrame *f, PyObject *state)
+{
+    FcRecon *r = f->u.recon.r;
+    if (Py_TYPE(f->y) == r->ptype && fc_type_tag(r->ptype) == r->ptag) {
+        int rc = fc_dc_setstate(c->st, f->y, state);
+        if (rc != 0) {
+            return rc < 0 ? -1 : 0;
+        }
+    }
+    /* hasattr(y, '__setstate__'): y.__setstate__(state) */
+    if (fc_before_user_code(c, 0) < 0 || fc_apply_state(c->st, f->y, state, 0) < 0) {
+        return -1;
+    }
+    return fc_after_user_code(c);
+}
+
 /* _reconstruct(x, memo, func, args, state, listiter, dictiter), deep */
 static int
 fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
@@ -1010,6 +1034,15 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             f->phase = R_LIST_START;
             break;
         case R_STATE_GOT: {
+            if (r->dc) {
+                int rc = fc_dc_apply(c, f, res);
+                Py_CLEAR(res);
+                if (rc < 0) {
+                    return -1;
+                }
+                f->phase = R_LIST_START;
+                break;
+            }
             int no_setstate = r->ptype != NULL && r->ptag != 0 && Py_TYPE(f->y) == r->ptype
                               && fc_type_tag(r->ptype) == r->ptag;
             /* a plain __dict__ update runs no user code; __setstate__ and
@@ -1350,6 +1383,46 @@ fail:
     }
     PyMem_Free(sl);
     return NULL;
+}
+
+/* A frozen slotted dataclass whose __getstate__/__setstate__ are
+   dataclasses' own, the memo native: object.__reduce_ex__(4) gives
+   (copyreg.__newobj__, (cls,), [field values]); _reconstruct makes y with
+   object.__new__, memoizes it, deep-copies the state list through the
+   memo and calls __setstate__.  The list is read and applied natively
+   (hooks.c) and copied by the walker's list road, so the memo gets the
+   stdlib's entries.  FC_PUSHED | NULL+exc | NULL, no exc: the generic
+   road (nothing done) */
+static PyObject *
+fc_deep_dcstate(FcCtx *c, PyObject *x, FcPlan *p)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    unsigned int tag = p->tag;
+    if (c->mode != FC_MEMO_NATIVE) {
+        /* the memo is visible: _reconstruct's deepcopy(cls, memo) lookup
+           is observable, the generic road does it */
+        return NULL;
+    }
+    PyObject *state = fc_dc_getstate(c->st, x);
+    if (state == NULL) {
+        return NULL;
+    }
+    /* the state list is ours, kept alive by the memo like the copies */
+    PyObject *y = fc_untrack(c, state) < 0 ? NULL : tp->tp_new(tp, c->st->empty_tuple, NULL);
+    if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
+        Py_XDECREF(y);
+        Py_DECREF(state);
+        return NULL;
+    }
+    PyObject *res = fc_push_recon(c, x, NULL, NULL, state, NULL, NULL, y);
+    Py_DECREF(y);
+    if (res == FC_PUSHED) {
+        FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
+        rc->ptype = tp;
+        rc->ptag = tag;
+        rc->dc = 1;
+    }
+    return res;
 }
 
 /* An instance of a FP_PLAIN type: what object.__reduce_ex__(4) and
@@ -2363,6 +2436,9 @@ fc_enter_planned(FcCtx *c, PyObject *x, int *gflags)
         break;
     case FP_IDENTITY:
         res = fc_deep_identity(c, x);
+        break;
+    case FP_DCSTATE:
+        res = fc_deep_dcstate(c, x, p);
         break;
     default:
         res = NULL;

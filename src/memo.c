@@ -1151,7 +1151,27 @@ fc_ptr_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The addition at mirror place j: its key and value (borrowed), the object
+/* The key of d's first entry at place pos or after, if it is at pos
+   itself; else NULL.  Only compared, never used.  borrowed | NULL */
+static PyObject *
+fc_dict_key_at(PyObject *d, Py_ssize_t pos)
+{
+    PyObject *k;
+    Py_ssize_t p = pos;
+    if (!PyDict_Next(d, &p, &k, NULL) || p != pos + 1) {
+        return NULL;
+    }
+    return k;
+}
+
+/* Has d an entry at place pos or after?  1 | 0 */
+static int
+fc_dict_any_from(PyObject *d, Py_ssize_t pos)
+{
+    return PyDict_Next(d, &pos, NULL, NULL);
+}
+
+/* The addition at mirror place j: its key and value (strong), the object
    it stands for (NULL: the keep-alive list). */
 typedef struct {
     PyObject *key, *value, *obj;
@@ -1171,18 +1191,16 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
     if (m->dict_truth || len < L0 || m->mir_n != m->n || m->nghost != 0) {
         return 0;
     }
-    if (L0 > 0) {
-        pos = L0 - 1;
-        if (!PyDict_Next(d, &pos, &k, &v) || pos != L0 || k != m->mir_last) {
-            return 0;
-        }
+    if (L0 > 0 && fc_dict_key_at(d, L0 - 1) != m->mir_last) {
+        return 0;
     }
     if (m->mirror_keep != NULL
         && PyDict_GetItemWithError(d, m->mirror_id) != m->mirror_keep) {
         PyErr_Clear();
         return 0;
     }
-    Py_ssize_t a = len - L0;
+    Py_ssize_t a = len - L0, got = 0;
+    uint64_t ver = fc_dict_version(d);
     FcAdded *add = NULL;
     uintptr_t *tail = NULL;
     Py_ssize_t ntail = -1, adopt = -1;
@@ -1203,9 +1221,11 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
         if (id == (unsigned long long)-1 && PyErr_Occurred()) {
             goto done;
         }
-        add[j].key = k;
-        add[j].value = v;
+        /* strong: the pins below may allocate (a collection, finalizers) */
+        add[j].key = Py_NewRef(k);
+        add[j].value = Py_NewRef(v);
         add[j].obj = (PyObject *)(uintptr_t)id;     /* an address, until proven */
+        got = j + 1;
         if (id == did) {
             if (keep != NULL || m->keep_pos >= 0 || !PyList_CheckExact(v)) {
                 goto done;
@@ -1214,7 +1234,7 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
             adopt = j;
         }
     }
-    if (PyDict_Next(d, &pos, &k, &v)) {
+    if (fc_dict_any_from(d, pos)) {
         goto done;          /* more after them: a hole before */
     }
     /* then the object each key is the id of */
@@ -1264,8 +1284,8 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
             goto done;
         }
     }
-    if (fc_mkeys_room(m, m->n + a) < 0) {
-        goto done;
+    if (fc_mkeys_room(m, m->n + a) < 0 || fc_dict_version(d) != ver) {
+        goto done;          /* (or changed by a finalizer meanwhile) */
     }
     Py_ssize_t n0 = m->n;
     m->miss = NULL;
@@ -1300,6 +1320,10 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
 done:
     if (PyErr_Occurred()) {
         PyErr_Clear();
+    }
+    for (Py_ssize_t j = 0; j < got; j++) {
+        Py_DECREF(add[j].key);
+        Py_DECREF(add[j].value);
     }
     PyMem_Free(add);
     PyMem_Free(tail);

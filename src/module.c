@@ -14,6 +14,7 @@
 #include "settings.h"
 #include "testing.h"
 #include "state.h"
+#include "hooks.h"
 #include "profile.h"
 
 /* Every object field of FcState's core, for traverse and clear (the
@@ -760,6 +761,9 @@ fc_traverse(PyObject *module, visitproc visit, void *arg)
         Py_VISIT(st->orig_copy[k]);
     }
     int r = fc_plans_traverse(st, visit, arg);
+    if (r == 0) {
+        r = fc_hooks_traverse(&st->hooks, visit, arg);
+    }
     if (r != 0) {
         return r;
     }
@@ -791,6 +795,7 @@ fc_clear(PyObject *module)
         Py_CLEAR(st->orig_copy[k]);
     }
     fc_plans_clear(st);
+    fc_hooks_clear(&st->hooks);
     fc_spare_free(&st->spare);
 #if FC_FT
     Py_CLEAR(st->retired);

@@ -27,6 +27,7 @@
 #include "plan.h"
 #include "buffers.h"
 #include "state.h"
+#include "hooks.h"
 #include "structmember.h"
 
 /* 3.12 renamed structmember.h's constants */
@@ -1202,6 +1203,17 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         }
         if (nt) {
             p->deep = FP_NAMEDTUPLE;
+            return 0;
+        }
+    }
+
+    if ((p->gflags & FG_NO_DEEP_DISPATCH) && (p->gflags & FG_NO_REDUCTOR)) {
+        int dc = fc_plan_dataclass(st, tp);
+        if (dc < 0) {
+            return -1;
+        }
+        if (dc) {
+            p->deep = FP_DCSTATE;
             return 0;
         }
     }

@@ -15,6 +15,7 @@
 #include "torch.h"
 #include "cuda_backend.h"
 #include "testing.h"
+#include "hooks.h"
 
 struct FcState {
     /* the stdlib pieces we follow (refreshed when the copy module or its
@@ -115,6 +116,7 @@ struct FcState {
     FcNumpyState np;
     FcTorchState torch;
     FcCudaState cuda;
+    FcHooksState hooks;            /* hooks.c: library hooks verified */
     FcTestState test;              /* testing.h */
 };
 

@@ -1,0 +1,422 @@
+/*
+ * hooks.c: native roads for library hooks whose code is known.
+ *
+ * Some classes get their copy hooks from a library that writes them once
+ * for every class: the dataclasses module gives every frozen slotted
+ * dataclass its own _dataclass_getstate / _dataclass_setstate.  Run as
+ * Python code, these hooks cost more than everything else in the copy of
+ * such an object.  What they do is fixed, so the walker may do it itself --
+ * but only while it is exactly that code:
+ *
+ *   - the class's hook is the library's very function object (found in the
+ *     library module's dict, never by a class or module name), and its code
+ *     object is the one it had when verified;
+ *   - every global and builtin the hook and its helpers read is still the
+ *     object verified (the dicts' version tags say when to look again);
+ *   - the data the hook reads (a dataclass's __dataclass_fields__ and its
+ *     Field objects) is read again on every copy, as the hook reads it, and
+ *     every attribute it gets or sets is a plain slot (a member descriptor),
+ *     so no user code can run where the hook would have run none.
+ *
+ * Anything else -- a subclass that overrides the hook, a patched global, a
+ * field that is a property -- sends the object down the stdlib's road.
+ *
+ * dataclasses (3.10-3.13, identical in each):
+ *     def _dataclass_getstate(self):
+ *         return [getattr(self, f.name) for f in fields(self)]
+ *     def _dataclass_setstate(self, state):
+ *         for field, value in zip(fields(self), state):
+ *             object.__setattr__(self, field.name, value)
+ * where fields(x) is tuple(f for f in getattr(x, _FIELDS).values()
+ * if f._field_type is _FIELD), after a TypeError for a missing attribute.
+ * The state list is a real temporary here, copied by the walker's list road
+ * as _reconstruct copies it, so the memo holds what the stdlib's holds.
+ */
+#include "fastcopy.h"
+#include "hooks.h"
+#include "state.h"
+
+/* Most fields a dataclass state is read natively for. */
+#define FC_DC_MAX 64
+
+static const char *const fc_dc_bnames[FC_DC_NBUILTINS] = {
+    "getattr", "object", "zip", "tuple", "TypeError"
+};
+
+/* Is v builtins.getattr (a builtin function of the builtins module)? */
+static int
+fc_is_builtin_getattr(PyObject *v)
+{
+    if (!PyCFunction_Check(v)) {
+        return 0;
+    }
+    PyCFunctionObject *f = (PyCFunctionObject *)v;
+    if (f->m_ml == NULL || strcmp(f->m_ml->ml_name, "getattr") != 0
+        || f->m_self == NULL || !PyModule_Check(f->m_self)) {
+        return 0;
+    }
+    const char *mn = PyModule_GetName(f->m_self);
+    if (mn == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return strcmp(mn, "builtins") == 0;
+}
+
+/* d[name] without running code (exact dict, str key).  borrowed | NULL */
+static PyObject *
+fc_dget(PyObject *d, const char *name)
+{
+    PyObject *v = PyDict_GetItemString(d, name);
+    return v;
+}
+
+/* The globals and builtins the hooks read are the ones verified.
+   1 | 0 */
+static int
+fc_dc_names_ok(FcHooksState *h)
+{
+    PyObject *g = h->dc_globals, *b = h->dc_builtins;
+#if FC_HAVE_DICT_VERSION
+    if (fc_dict_version(g) == h->dc_ver[0] && fc_dict_version(b) == h->dc_ver[1]) {
+        return 1;
+    }
+#endif
+    PyObject *fs = fc_dget(g, "_FIELDS");
+    if (fc_dget(g, "_dataclass_getstate") != h->dc_getstate
+        || fc_dget(g, "_dataclass_setstate") != h->dc_setstate
+        || fc_dget(g, "fields") != h->dc_fields
+        || fc_dget(g, "_FIELD") != h->dc_marker
+        || fs == NULL || !PyUnicode_CheckExact(fs)
+        || PyUnicode_Compare(fs, h->s_dc_fields) != 0) {
+        return 0;
+    }
+    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
+        if (fc_dget(g, fc_dc_bnames[i]) != NULL || fc_dget(b, fc_dc_bnames[i]) != h->dc_b[i]) {
+            return 0;
+        }
+    }
+#if FC_HAVE_DICT_VERSION
+    h->dc_ver[0] = fc_dict_version(g);
+    h->dc_ver[1] = fc_dict_version(b);
+#endif
+    return 1;
+}
+
+/* Capture the dataclasses module's hooks the first time.  1 | 0 (not
+   available now) */
+static int
+fc_dc_capture(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *mods = PySys_GetObject("modules");     /* borrowed */
+    PyObject *mod = mods != NULL && PyDict_Check(mods)
+                    ? PyDict_GetItemString(mods, "dataclasses") : NULL;
+    if (mod == NULL || !PyModule_CheckExact(mod)) {
+        return 0;
+    }
+    PyObject *g = PyModule_GetDict(mod);
+    PyObject *gs = fc_dget(g, "_dataclass_getstate"), *ss = fc_dget(g, "_dataclass_setstate");
+    PyObject *fl = fc_dget(g, "fields"), *mk = fc_dget(g, "_FIELD");
+    PyObject *ft = fc_dget(g, "Field");
+    h->dc_checked = -1;
+    if (gs == NULL || ss == NULL || fl == NULL || mk == NULL || ft == NULL
+        || !PyFunction_Check(gs) || !PyFunction_Check(ss) || !PyFunction_Check(fl)
+        || !PyType_Check(ft)) {
+        return 0;
+    }
+    PyFunctionObject *fs[3] = {(PyFunctionObject *)gs, (PyFunctionObject *)ss,
+                               (PyFunctionObject *)fl};
+    PyObject *b = fs[0]->func_builtins;
+    for (int i = 0; i < 3; i++) {
+        if (fs[i]->func_globals != g || fs[i]->func_builtins != b) {
+            return 0;
+        }
+    }
+    if (b == NULL || !PyDict_CheckExact(g) || !PyDict_CheckExact(b)) {
+        return 0;
+    }
+    PyObject *bv[FC_DC_NBUILTINS];
+    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
+        bv[i] = fc_dget(b, fc_dc_bnames[i]);
+    }
+    if (bv[0] == NULL || !fc_is_builtin_getattr(bv[0])
+        || bv[1] != (PyObject *)&PyBaseObject_Type || bv[2] != (PyObject *)&PyZip_Type
+        || bv[3] != (PyObject *)&PyTuple_Type || bv[4] != PyExc_TypeError) {
+        return 0;
+    }
+    PyTypeObject *FT = (PyTypeObject *)ft;
+    PyObject *s_name = PyUnicode_InternFromString("name");
+    PyObject *s_ft = s_name != NULL ? PyUnicode_InternFromString("_field_type") : NULL;
+    if (h->s_dc_fields == NULL && s_ft != NULL) {
+        h->s_dc_fields = PyUnicode_InternFromString("__dataclass_fields__");
+    }
+    if (s_ft == NULL || h->s_dc_fields == NULL) {
+        Py_XDECREF(s_name);
+        Py_XDECREF(s_ft);
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *dn = _PyType_Lookup(FT, s_name), *dt = _PyType_Lookup(FT, s_ft);
+    Py_DECREF(s_name);
+    Py_DECREF(s_ft);
+    unsigned int tag = fc_type_tag(FT);
+    if (dn == NULL || dt == NULL || tag == 0 || !Py_IS_TYPE(dn, &PyMemberDescr_Type)
+        || !Py_IS_TYPE(dt, &PyMemberDescr_Type)) {
+        return 0;
+    }
+    h->dc_getstate = Py_NewRef(gs);
+    h->dc_setstate = Py_NewRef(ss);
+    h->dc_fields = Py_NewRef(fl);
+    for (int i = 0; i < 3; i++) {
+        h->dc_code[i] = Py_NewRef(fs[i]->func_code);
+    }
+    h->dc_marker = Py_NewRef(mk);
+    h->dc_field_type = (PyTypeObject *)Py_NewRef(ft);
+    h->dc_field_tag = tag;
+    h->dc_d_name = Py_NewRef(dn);
+    h->dc_d_ftype = Py_NewRef(dt);
+    h->dc_globals = Py_NewRef(g);
+    h->dc_builtins = Py_NewRef(b);
+    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
+        h->dc_b[i] = Py_NewRef(bv[i]);
+    }
+    h->dc_ver[0] = h->dc_ver[1] = 0;
+    h->dc_checked = 1;
+    if (!fc_dc_names_ok(h)) {
+        h->dc_checked = -1;
+        return 0;
+    }
+    return 1;
+}
+
+/* The verified hooks are still what every class that has them runs.
+   1 | 0 */
+static int
+fc_dc_ok(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    if (h->dc_checked <= 0) {
+        if (h->dc_checked < 0 || !fc_dc_capture(st)) {
+            return 0;
+        }
+    }
+    if (PyFunction_GET_CODE(h->dc_getstate) != h->dc_code[0]
+        || PyFunction_GET_CODE(h->dc_setstate) != h->dc_code[1]
+        || PyFunction_GET_CODE(h->dc_fields) != h->dc_code[2]
+        || fc_type_tag(h->dc_field_type) != h->dc_field_tag) {
+        return 0;
+    }
+    return fc_dc_names_ok(h);
+}
+
+FC_INTERNAL int
+fc_plan_dataclass(FcState *st, PyTypeObject *tp)
+{
+#if FC_FT
+    (void)st;
+    (void)tp;
+    return 0;       /* the verified state is not shared between threads */
+#else
+    if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT) || tp->tp_itemsize != 0
+        || tp->tp_dictoffset != 0
+        || tp->tp_getattro != PyObject_GenericGetAttr
+        || tp->tp_new != PyBaseObject_Type.tp_new
+        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro
+        || PyType_IsSubtype(tp, &PyType_Type)) {
+        return 0;
+    }
+    if (_PyType_Lookup(tp, st->s_getstate) == NULL || !fc_dc_ok(st)) {
+        return 0;
+    }
+    FcHooksState *h = &st->hooks;
+    if (_PyType_Lookup(tp, st->s_getstate) != h->dc_getstate
+        || _PyType_Lookup(tp, st->s_setstate) != h->dc_setstate
+        || _PyType_Lookup(tp, st->s_new) != st->obj_new
+        || _PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
+        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
+        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
+        || _PyType_Lookup(tp, st->s_getnewargs) != NULL
+        || _PyType_Lookup(tp, st->s_deepcopy) != NULL) {
+        return 0;
+    }
+    return 1;
+#endif
+}
+
+/* fields(tp's instances): the names of the fields in order (new refs into
+   names[0..n)).  n | -1: not this road (nothing held) | -2+exc */
+static Py_ssize_t
+fc_dc_fields(FcState *st, PyTypeObject *tp, PyObject **names)
+{
+    FcHooksState *h = &st->hooks;
+    /* getattr(x, '__dataclass_fields__'): a class attribute of a slotted
+       instance with plain getattr */
+    PyObject *fd = _PyType_Lookup(tp, h->s_dc_fields);
+    if (fd == NULL || !PyDict_CheckExact(fd)) {
+        return -1;
+    }
+    Py_ssize_t pos = 0, n = 0;
+    PyObject *k, *f;
+    descrgetfunc get = Py_TYPE(h->dc_d_ftype)->tp_descr_get;
+    while (PyDict_Next(fd, &pos, &k, &f)) {
+        /* member_get reads a slot: no user code */
+        if (Py_TYPE(f) != h->dc_field_type) {
+            goto other;
+        }
+        PyObject *ftype = get(h->dc_d_ftype, f, (PyObject *)h->dc_field_type);
+        if (ftype == NULL) {
+            PyErr_Clear();
+            goto other;
+        }
+        int is_field = ftype == h->dc_marker;
+        Py_DECREF(ftype);
+        if (!is_field) {
+            continue;
+        }
+        PyObject *name = get(h->dc_d_name, f, (PyObject *)h->dc_field_type);
+        if (name == NULL) {
+            PyErr_Clear();
+            goto other;
+        }
+        if (!PyUnicode_CheckExact(name) || n == FC_DC_MAX) {
+            Py_DECREF(name);
+            goto other;
+        }
+        names[n++] = name;
+    }
+    return n;
+other:
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(names[i]);
+    }
+    return -1;
+}
+
+/* The slot descriptor each name finds on tp (borrowed into d[]), all of
+   them member descriptors.  1 | 0 */
+static int
+fc_dc_slots(PyTypeObject *tp, PyObject *const *names, Py_ssize_t n, PyObject **d)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        d[i] = _PyType_Lookup(tp, names[i]);
+        if (d[i] == NULL || !Py_IS_TYPE(d[i], &PyMemberDescr_Type)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+FC_INTERNAL PyObject *
+fc_dc_getstate(FcState *st, PyObject *x)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *names[FC_DC_MAX], *d[FC_DC_MAX], *state = NULL;
+    if (!fc_dc_ok(st)) {
+        return NULL;
+    }
+    Py_ssize_t n = fc_dc_fields(st, tp, names);
+    if (n < 0) {
+        return NULL;
+    }
+    /* the list first: on 3.10/3.11 its allocation may collect and run
+       finalizers, and the descriptors below are borrowed from tp's dict */
+    state = PyList_New(n);
+    if (state == NULL) {
+        goto done;
+    }
+    if (!fc_dc_slots(tp, names, n, d)) {
+        Py_CLEAR(state);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* getattr(self, f.name): the member descriptor's get (an unset slot
+           raises the stdlib's AttributeError) */
+        PyObject *v = Py_TYPE(d[i])->tp_descr_get(d[i], x, (PyObject *)tp);
+        if (v == NULL) {
+            Py_CLEAR(state);
+            goto done;
+        }
+        PyList_SET_ITEM(state, i, v);
+    }
+done:
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(names[i]);
+    }
+    return state;
+}
+
+FC_INTERNAL int
+fc_dc_setstate(FcState *st, PyObject *y, PyObject *state)
+{
+    PyTypeObject *tp = Py_TYPE(y);
+    PyObject *names[FC_DC_MAX], *d[FC_DC_MAX];
+    if (!PyList_CheckExact(state) || !fc_dc_ok(st)) {
+        return 0;
+    }
+    Py_ssize_t n = fc_dc_fields(st, tp, names);
+    if (n < 0) {
+        return 0;
+    }
+    int r = 0;
+    if (fc_dc_slots(tp, names, n, d)) {
+        /* zip(fields(self), state): object.__setattr__(self, name, value)
+           finds the same member descriptor and sets the slot */
+        r = 1;
+        for (Py_ssize_t i = 0; i < n && i < PyList_GET_SIZE(state); i++) {
+            PyObject *v = PyList_GET_ITEM(state, i);
+            if (Py_TYPE(d[i])->tp_descr_set(d[i], y, v) < 0) {
+                r = -1;
+                break;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_DECREF(names[i]);
+    }
+    return r;
+}
+
+FC_INTERNAL int
+fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
+{
+    Py_VISIT(h->dc_getstate);
+    Py_VISIT(h->dc_setstate);
+    Py_VISIT(h->dc_fields);
+    for (int i = 0; i < 3; i++) {
+        Py_VISIT(h->dc_code[i]);
+    }
+    Py_VISIT(h->dc_marker);
+    Py_VISIT(h->dc_field_type);
+    Py_VISIT(h->dc_d_name);
+    Py_VISIT(h->dc_d_ftype);
+    Py_VISIT(h->dc_globals);
+    Py_VISIT(h->dc_builtins);
+    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
+        Py_VISIT(h->dc_b[i]);
+    }
+    return 0;
+}
+
+FC_INTERNAL void
+fc_hooks_clear(FcHooksState *h)
+{
+    Py_CLEAR(h->dc_getstate);
+    Py_CLEAR(h->dc_setstate);
+    Py_CLEAR(h->dc_fields);
+    for (int i = 0; i < 3; i++) {
+        Py_CLEAR(h->dc_code[i]);
+    }
+    Py_CLEAR(h->dc_marker);
+    Py_CLEAR(h->dc_field_type);
+    Py_CLEAR(h->dc_d_name);
+    Py_CLEAR(h->dc_d_ftype);
+    Py_CLEAR(h->dc_globals);
+    Py_CLEAR(h->dc_builtins);
+    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
+        Py_CLEAR(h->dc_b[i]);
+    }
+    Py_CLEAR(h->s_dc_fields);
+    h->dc_checked = 0;
+}

@@ -1,0 +1,218 @@
+"""Native roads for library hooks (src/hooks.c): frozen slotted dataclasses' state hooks.
+
+Each road must do observably what the Python hook does -- results, memo contents as hooks see
+them, exceptions and messages -- and step aside (the Python road) for anything it does not
+recognise exactly: a subclass's own hook, a patched global, a field that is no plain slot.
+The stdlib is the oracle throughout (shape.assert_equivalent), with a fresh memo and with a
+caller's memo, and a hook (Peek) inside the copied data pictures the memo mid-copy.
+"""
+import copy
+import dataclasses
+import sys
+import typing
+
+import pytest
+
+import shape
+from shape import Case, assert_equivalent, both_memo_modes, python_calls
+
+pytestmark = pytest.mark.skipif(sys.version_info < (3, 10), reason="slots=True needs 3.10")
+
+
+class Peek:
+    def __init__(self, log, src):
+        self.log, self.src = log, src
+
+    def __deepcopy__(self, memo):
+        self.log.append((len(memo), shape.memo_picture(memo, source=self.src[0])))
+        return self
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Point:
+    x: typing.Any
+    y: typing.Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rec:
+    id: int
+    name: str
+    tags: tuple
+    pos: Point
+    meta: dict
+    extra: typing.ClassVar[int] = 5
+    init_only: dataclasses.InitVar[int] = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SubRec(Rec):
+    more: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OwnState(Rec):
+    def __getstate__(self):
+        return [self.id, self.name, self.tags, self.pos, {"own": True}]
+
+
+def _recs(log=None, holder=None):
+    shared = [1, [2]]
+    out = [Rec(i, "r%d" % i, ("a", i), Point(i, shared), {"s": shared, "l": [i]})
+           for i in range(3)]
+    out.append(SubRec(9, "sub", (), Point([0], None), {}, more=[shared, {"k": 1}]))
+    if log is not None:
+        out.append(Rec(7, "peek", (), Point(Peek(log, holder), shared), {"after": [3]}))
+    out.append(out[0])
+    return out
+
+
+def _check(build_list):
+    def build():
+        log, holder = [], [None]
+        src = build_list(log, holder)
+        holder[0] = src
+        return src, log
+    for sc in both_memo_modes(build):
+        assert_equivalent(sc)
+
+
+def test_frozen_slotted_records():
+    _check(lambda log, holder: _recs(log, holder))
+
+
+def test_values_shared_with_the_rest():
+    def build(log, holder):
+        recs = _recs(log, holder)
+        return [recs[0].meta, recs, recs[0].pos, recs[0].pos.y, (recs[1],)]
+    _check(build)
+
+
+def test_self_reference_through_a_field():
+    def build(log, holder):
+        r = Rec(1, "me", (), Point(0, 0), {})
+        object.__setattr__(r, "meta", {"me": r, "peek": Peek(log, holder)})
+        return [r, r.meta]
+    _check(build)
+
+
+def test_own_getstate_takes_the_python_road():
+    def build(log, holder):
+        return [OwnState(1, "o", (), Point(1, 2), {"a": [1]}), _recs()]
+    _check(build)
+
+
+def test_unset_field_raises_the_stdlibs_error():
+    def scenario(impl):
+        r = Rec.__new__(Rec)
+        object.__setattr__(r, "id", 1)
+        return Case(r, lambda: impl.deepcopy([r]))
+    std = assert_equivalent(scenario)
+    assert std["outcome"][0] == "raise" and std["outcome"][1] == "AttributeError"
+
+
+def test_a_field_that_is_a_property():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class P:
+        a: int
+        b: list
+
+    class Q(P):
+        __slots__ = ()
+        calls = []
+
+        @property
+        def b(self):
+            Q.calls.append(1)
+            return ["prop"]
+
+    def scenario(impl):
+        q = Q.__new__(Q)
+        object.__setattr__(q, "a", 1)
+        return Case(q, lambda: impl.deepcopy([q, P(2, [3])]))
+    # Q's b is a property: read through getattr (the hook's road), never written by setstate
+    # (object.__setattr__ on a read-only property raises, as in the stdlib)
+    assert_equivalent(scenario)
+
+
+def test_fields_changed_after_the_class_was_made():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class C:
+        a: list
+        b: list
+
+    fields = C.__dataclass_fields__
+
+    # built once per implementation; the copy reads __dataclass_fields__ as it is then
+    def run(impl):
+        saved = dict(fields)
+        del fields["b"]
+        try:
+            x = C([1], [2])
+            y = impl.deepcopy(x)
+            return y.a, getattr(y, "b", "unset")
+        finally:
+            fields.clear()
+            fields.update(saved)
+    import fastcopy
+    assert run(copy) == run(fastcopy) == ([1], "unset")
+
+
+def test_patched_module_global_takes_the_python_road(monkeypatch):
+    import fastcopy
+    calls = []
+    real = dataclasses.fields
+
+    def counting(x):
+        calls.append(type(x).__name__)
+        return real(x)
+    src = _recs()
+    monkeypatch.setattr(dataclasses, "fields", counting)
+    a = copy.deepcopy(src)
+    n_std = len(calls)
+    del calls[:]
+    b = fastcopy.deepcopy(src)
+    assert len(calls) == n_std > 0
+    assert shape.shape(a, src) == shape.shape(b, src)
+
+
+def test_replaced_hook_code_takes_the_python_road():
+    import fastcopy
+    src = _recs()
+    gs = dataclasses._dataclass_getstate
+    saved = gs.__code__
+
+    def other(self):
+        # runs with dataclasses' globals, where `fields` is defined
+        return [getattr(self, f.name) for f in fields(self)][:-1] + ["changed"]  # noqa: F821
+    gs.__code__ = other.__code__
+    try:
+        a, b = copy.deepcopy(src), fastcopy.deepcopy(src)
+    finally:
+        gs.__code__ = saved
+    assert b[0].meta == "changed"
+    assert shape.shape(a, src) == shape.shape(b, src)
+
+
+def test_native_road_runs_no_python_hook():
+    import fastcopy
+    src = _recs()
+    fastcopy.deepcopy(src)
+    names, res = python_calls(lambda: fastcopy.deepcopy(src))
+    assert "_dataclass_getstate" not in names and "_dataclass_setstate" not in names
+    std_names, _ = python_calls(lambda: copy.deepcopy(src))
+    assert "_dataclass_getstate" in std_names
+    assert shape.shape(res, src) == shape.shape(copy.deepcopy(src), src)
+
+
+def test_memo_after_the_copy():
+    def scenario(impl):
+        src = _recs()
+        memo = {}
+        return Case(src, lambda: impl.deepcopy(src, memo), memo=memo)
+    assert_equivalent(scenario)
+
+    # the fresh-memo road, its memo shown at the end by a hook placed last
+    def build(log, holder):
+        return _recs() + [Peek(log, holder)]
+    _check(build)
