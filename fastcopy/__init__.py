@@ -63,6 +63,9 @@ except ImportError as _e:  # never a silent slow fallback
     from . import _fastcopy
 from ._fastcopy import (configure, copy, cowdict, deepcopy, replicate, trim)
 from ._snapshot import snapshot
+# the C core compares stdlib methods with these functions' code (src/plan.c, fc_func_is): they
+# must exist before the first copy, which compiles nothing
+from . import _reference  # noqa: F401
 
 # The profiler (fastcopy/_profile.py) is imported at first use, not with fastcopy: every module
 # imported here is live for the whole program, and each one makes the collector's full passes

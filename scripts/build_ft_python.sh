@@ -7,7 +7,9 @@
 # by scripts/cpython_source.sh (shared with scripts/cross_check.sh).  The build
 # is out of tree, so that source tree stays pristine for the other users.
 # Install prefix: ${FASTCOPY_CACHE:-~/.cache/fastcopy}/python3.13t, built only
-# when its interpreter is missing (CI calls this every run).  pip comes from
+# when its interpreter is missing, or lacks the test modules (_testcapi: the
+# allocation-failure tests need it; an older cache built with
+# --disable-test-modules is rebuilt).  CI calls this every run.  pip comes from
 # the ensurepip wheel shipped in the source; pytest and pytest-run-parallel are
 # installed from PyPI.  About 8-10 minutes on 2 cores (see docs/free-threading.md).
 set -euo pipefail
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/.."
 cache=${FASTCOPY_CACHE:-$HOME/.cache/fastcopy}
 prefix=$cache/python3.13t
 py=$prefix/bin/python3.13t
-if [ ! -x "$py" ] || ! "$py" -c 'import sys, sysconfig, ssl
+if [ ! -x "$py" ] || ! "$py" -c 'import sys, sysconfig, ssl, _testcapi
 sys.exit(0 if sysconfig.get_config_var("Py_GIL_DISABLED") else 1)' 2>/dev/null; then
     src=$(bash scripts/cpython_source.sh python3.13 3.13.5-2+deb13u5 trixie)
     build=$cache/build-python3.13t
@@ -24,7 +26,7 @@ sys.exit(0 if sysconfig.get_config_var("Py_GIL_DISABLED") else 1)' 2>/dev/null; 
     start=$(date +%s)
     echo "build_ft_python: configuring $src (--disable-gil) into $prefix" >&2
     (cd "$build" && "$src/configure" -q --prefix="$prefix" --disable-gil \
-        --with-ensurepip=install --disable-test-modules >&2)
+        --with-ensurepip=install >&2)
     (cd "$build" && make -s -j"${FASTCOPY_JOBS:-2}" >&2 && make -s install >&2)
     rm -rf "$build"
     echo "build_ft_python: built in $(( $(date +%s) - start ))s" >&2

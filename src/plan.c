@@ -437,38 +437,95 @@ fc_loaded_attr(const char *modname, const char *attr)
     return v;
 }
 
-/* Does function f have the code of `src` (one def) compiled here?
-   Bytecode, constants, names and argument count are compared.  1 | 0 */
+/* Are constant tuples a and b the same constants: each pair of the same
+   type and equal (1 == 1.0 == True, but not as code constants)?  Nested
+   tuples alike; other containers and code objects are not expected in the
+   references and compare unequal.  1 | 0 */
 static int
-fc_func_is(PyObject *f, const char *src, const char *name)
+fc_consts_same(PyObject *a, PyObject *b)
+{
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b)
+        || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(b, i);
+        if (x == y) {
+            continue;
+        }
+        if (Py_TYPE(x) != Py_TYPE(y)) {
+            return 0;
+        }
+        if (PyTuple_CheckExact(x)) {
+            if (!fc_consts_same(x, y)) {
+                return 0;
+            }
+        }
+        else if (!(PyUnicode_CheckExact(x) || PyLong_CheckExact(x) || PyBytes_CheckExact(x))
+                 || PyObject_RichCompareBool(x, y, Py_EQ) != 1) {
+            /* exact str, int and bytes compare without user code */
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Do code objects a and b run the same: bytecode (unspecialised), exception
+   table, constants, names, local names, argument counts, flags?  Their file,
+   name and line numbers may differ.  1 | 0 (no exception) */
+static int
+fc_code_same(PyCodeObject *a, PyCodeObject *b)
+{
+    if (a->co_argcount != b->co_argcount || a->co_posonlyargcount != b->co_posonlyargcount
+        || a->co_kwonlyargcount != b->co_kwonlyargcount || a->co_flags != b->co_flags
+        || a->co_nlocals != b->co_nlocals) {
+        return 0;
+    }
+#if FC_PY311_PLUS
+    PyObject *va = PyCode_GetVarnames(a), *vb = PyCode_GetVarnames(b);
+#else
+    PyObject *va = Py_NewRef(a->co_varnames), *vb = Py_NewRef(b->co_varnames);
+#endif
+    PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
+    int same = va != NULL && vb != NULL && ca != NULL && cb != NULL
+               && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
+#if FC_PY311_PLUS
+               && PyObject_RichCompareBool(a->co_exceptiontable, b->co_exceptiontable,
+                                           Py_EQ) == 1
+#endif
+               && fc_consts_same(a->co_consts, b->co_consts)
+               /* tuples of exact strs: no user code */
+               && PyObject_RichCompareBool(a->co_names, b->co_names, Py_EQ) == 1
+               && PyObject_RichCompareBool(va, vb, Py_EQ) == 1;
+    Py_XDECREF(va);
+    Py_XDECREF(vb);
+    Py_XDECREF(ca);
+    Py_XDECREF(cb);
+    PyErr_Clear();
+    return same;
+}
+
+/* Does function f have the code of fastcopy._reference.<name>, a function
+   without closure, defaults or keyword defaults?  The reference module is
+   imported with the package and only looked up here: nothing is compiled or
+   run, so no audit event is raised that the stdlib's copy would not raise.
+   (Not imported -- the extension loaded on its own -- : 0, the generic
+   road.)  1 | 0 */
+static int
+fc_func_is(PyObject *f, const char *name)
 {
     if (!PyFunction_Check(f)) {
         return 0;
     }
-    PyObject *ns = PyDict_New();
-    if (ns == NULL) {
-        PyErr_Clear();
+    PyFunctionObject *fo = (PyFunctionObject *)f;
+    if (fo->func_closure != NULL || fo->func_defaults != NULL || fo->func_kwdefaults != NULL) {
         return 0;
     }
-    int same = 0;
-    PyObject *r = PyRun_String(src, Py_file_input, ns, ns);
-    PyObject *ref = r ? PyDict_GetItemString(ns, name) : NULL;
-    if (ref != NULL && PyFunction_Check(ref)) {
-        PyCodeObject *a = (PyCodeObject *)PyFunction_GET_CODE(f);
-        PyCodeObject *b = (PyCodeObject *)PyFunction_GET_CODE(ref);
-        PyObject *ca = fc_code_bytes(a), *cb = fc_code_bytes(b);
-        same = ca != NULL && cb != NULL && a->co_argcount == b->co_argcount
-               && a->co_kwonlyargcount == 0 && a->co_flags == b->co_flags
-               && PyObject_RichCompareBool(ca, cb, Py_EQ) == 1
-               && PyObject_RichCompareBool(a->co_consts, b->co_consts, Py_EQ) == 1
-               && PyObject_RichCompareBool(a->co_names, b->co_names, Py_EQ) == 1
-               && ((PyFunctionObject *)f)->func_closure == NULL;
-        Py_XDECREF(ca);
-        Py_XDECREF(cb);
-    }
-    Py_XDECREF(r);
-    Py_DECREF(ns);
-    PyErr_Clear();
+    PyObject *ref = fc_loaded_attr("fastcopy._reference", name);
+    int same = ref != NULL && PyFunction_Check(ref)
+               && fc_code_same((PyCodeObject *)PyFunction_GET_CODE(f),
+                               (PyCodeObject *)PyFunction_GET_CODE(ref));
+    Py_XDECREF(ref);
     return same;
 }
 
@@ -476,7 +533,7 @@ fc_func_is(PyObject *f, const char *src, const char *name)
 static int
 fc_is_return_self(PyObject *f)
 {
-    return fc_func_is(f, "def _f(self, memo):\n    return self\n", "_f");
+    return fc_func_is(f, "enum_deepcopy");
 }
 
 /* *slot = v (stolen), set once: on free-threaded builds two threads may
@@ -682,13 +739,6 @@ fc_plan_plain_common(FcState *st, PyTypeObject *tp, int gflags, PyObject **slotn
     return 1;
 }
 
-/* fractions.Fraction.__deepcopy__, 3.10-3.13 alike. */
-static const char fc_frac_deepcopy_src[] =
-    "def __deepcopy__(self, memo):\n"
-    "    if type(self) == Fraction:\n"
-    "        return self\n"
-    "    return self.__class__(self._numerator, self._denominator)\n";
-
 /* Does Fraction.__deepcopy__ (st->frac_deepcopy) still return self for an
    exact Fraction tp: its globals name tp `Fraction` and do not shadow
    `type`, which its builtins map to type?  Checked again whenever either
@@ -725,26 +775,15 @@ fc_frac_names_ok(FcState *st, PyTypeObject *tp)
     return 1;
 }
 
-/* uuid.UUID's state methods, 3.10-3.13 alike.  The stdlib deep-copies a
+/* uuid.UUID's state methods (fastcopy/_reference.py, uuid_getstate and
+   uuid_setstate), 3.10-3.13 alike.  The stdlib deep-copies a
    UUID u through object.__reduce_ex__(4): (copyreg.__newobj__, (UUID,),
    u.__getstate__()), then _reconstruct: y = object.__new__(UUID),
    memo[id(u)] = y, the state dict deep-copied (memo[id(d)] = its copy,
    d kept alive), y.__setstate__(copy), memo[id(u)] = y, u kept alive.
    With the memo native (deepcopy.c, fc_deep_uuid) that is done directly,
    temporaries and memo entries included, as long as everything those
-   functions reach is what it was when checked here. */
-static const char fc_uuid_getstate_src[] =
-    "def __getstate__(self):\n"
-    "    d = {'int': self.int}\n"
-    "    if self.is_safe != SafeUUID.unknown:\n"
-    "        d['is_safe'] = self.is_safe.value\n"
-    "    return d\n";
-static const char fc_uuid_setstate_src[] =
-    "def __setstate__(self, state):\n"
-    "    object.__setattr__(self, 'int', state['int'])\n"
-    "    object.__setattr__(self, 'is_safe',\n"
-    "                       SafeUUID(state['is_safe'])\n"
-    "                       if 'is_safe' in state else SafeUUID.unknown)\n";
+   functions reach is what it was when checked here (fc_plan_uuid). */
 
 /* tp's own writable object slot `name`: its member descriptor, found first
    in tp's MRO (borrowed) | NULL */
@@ -907,8 +946,7 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
                && PyTuple_GET_ITEM(info0, FC_UUID_DSAFE) == dsafe
                && fc_uuid_ok(st, info0);
     }
-    if (!fc_func_is(gs, fc_uuid_getstate_src, "__getstate__")
-        || !fc_func_is(ss, fc_uuid_setstate_src, "__setstate__")) {
+    if (!fc_func_is(gs, "uuid_getstate") || !fc_func_is(ss, "uuid_setstate")) {
         return 0;
     }
     PyObject *kint = fc_code_const_str(gs, "int"), *ksafe = fc_code_const_str(gs, "is_safe");
@@ -1016,7 +1054,10 @@ fc_dt_api(FcState *st)
    the numpy version -- numpy 2.x gives back the scalar itself, with the
    memo untouched; older versions a new scalar through a 0-d array -- so it
    is asked once per type, on a fresh instance and a fresh memo: FV_NUMPY_SELF
-   only when it answered with the instance and left the memo empty.
+   only when it answered with the instance and left the memo empty.  The
+   instance is tp() except for datetime64 and timedelta64, which get a unit:
+   without one they take the 'generic' unit, which numpy 2.5 deprecates with
+   a warning that the stdlib's copy never shows (an error under -W error).
    FV_NUMPY_SELF | 0 */
 static int
 fc_plan_numpy_scalar(FcState *st, PyTypeObject *tp, PyObject *dc)
@@ -1033,7 +1074,14 @@ fc_plan_numpy_scalar(FcState *st, PyTypeObject *tp, PyObject *dc)
     if (!ok) {
         return 0;
     }
-    PyObject *probe = PyObject_CallNoArgs((PyObject *)tp);
+    PyObject *probe;
+    if (strcmp(tp->tp_name, "numpy.datetime64") == 0
+        || strcmp(tp->tp_name, "numpy.timedelta64") == 0) {
+        probe = PyObject_CallFunction((PyObject *)tp, "is", 0, "s");
+    }
+    else {
+        probe = PyObject_CallNoArgs((PyObject *)tp);
+    }
     PyObject *memo = probe ? PyDict_New() : NULL;
     PyObject *r = memo ? PyObject_CallMethodOneArg(probe, st->s_deepcopy, memo) : NULL;
     ok = r != NULL && r == probe && PyDict_GET_SIZE(memo) == 0;
@@ -1105,7 +1153,7 @@ fc_plan_value(FcState *st, PyTypeObject *tp, int gflags)
             return 0;
         }
         if (dc != st->frac_deepcopy) {
-            if (!fc_func_is(dc, fc_frac_deepcopy_src, "__deepcopy__")) {
+            if (!fc_func_is(dc, "fraction_deepcopy")) {
                 return 0;
             }
             Py_XSETREF(st->frac_deepcopy, Py_NewRef(dc));
