@@ -14,7 +14,7 @@ every block between ``<!-- chart NAME -->`` and ``<!-- /chart -->``: the image (
 relative to the page) and a line under it with the command, the machine, the date and the
 geometric means of that run.  ``--only NAME`` redoes one chart; ``--quick`` adds ``--quick`` to
 the workload run too (a smoke test of this script, not numbers to publish).  Needs matplotlib
-(``pip install -e ".[plot]"``); ``python docs/build.py`` then checks that every image exists.
+(``pip install -e ".[plot]"``); ``mkdocs build --strict`` then checks that every image exists.
 """
 import argparse
 import json

@@ -203,9 +203,11 @@ class CopySite:
 
     @property
     def mean_s(self):
+        """Seconds per call: ``total_s / calls`` (0.0 before any call)."""
         return self.total_s / self.calls if self.calls else 0.0
 
     def as_dict(self):
+        """Every field and ``mean_s`` as a dict of JSON-ready values (what ``to_json`` writes)."""
         d = {name: getattr(self, name) for name in self.__slots__}
         d["mean_s"] = self.mean_s
         d["buffer_kinds"] = list(self.buffer_kinds)
@@ -269,6 +271,7 @@ class profile(contextlib.ContextDecorator):
 
     # --- switching -------------------------------------------------------------------------
     def start(self):
+        """Start recording (nested starts count: as many stops end it); returns the profiler."""
         global _recorders
         with _lock:
             self._depth += 1
@@ -281,6 +284,7 @@ class profile(contextlib.ContextDecorator):
         return self
 
     def stop(self):
+        """End one start(): the last one stops recording and puts back what patching changed."""
         global _recorders
         with _lock:
             if self._depth == 0:
@@ -303,6 +307,7 @@ class profile(contextlib.ContextDecorator):
 
     @property
     def active(self):
+        """Whether the profiler is recording now."""
         return self._depth > 0
 
     def clear(self):
@@ -322,7 +327,7 @@ class profile(contextlib.ContextDecorator):
 
     # --- reading ---------------------------------------------------------------------------
     def sites(self, sort="time"):
-        """The call sites as :class:`CopySite` records, costliest first by ``sort``
+        """The call sites as ``CopySite`` records, costliest first by ``sort``
         (``"time"``: total time, ``"bytes"``: buffer bytes, ``"calls"``)."""
         if sort not in _SORTS:
             raise ValueError("sort must be one of %s, not %r" % (", ".join(_SORTS), sort))
@@ -399,7 +404,7 @@ class profile(contextlib.ContextDecorator):
 
     def to_json(self, sort="time", indent=None):
         """The records for tools, as a JSON string: ``{"version": 1, "sites": [...], ...}``;
-        each site is :meth:`CopySite.as_dict`."""
+        each site is ``CopySite.as_dict()``."""
         import json
         import fastcopy
         sites = self.sites(sort)

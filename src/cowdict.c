@@ -2398,12 +2398,13 @@ cowdict_debug_state(PyObject *self, PyObject *Py_UNUSED(ignored))
 #endif
 
 PyDoc_STRVAR(cowdict_doc,
-"cowdict() -> new empty copy-on-write dict\n"
-"cowdict(mapping) / cowdict(iterable) / cowdict(**kwargs)\n"
-"\n"
 "A mapping that behaves like dict, whose copy(), copy.copy() and (for\n"
 "immutable values) copy.deepcopy() cost O(1): copies share one table\n"
-"until one of them is written to.");
+"until one of them is written to.\n"
+"\n"
+"Takes dict's constructor arguments: cowdict(), cowdict(mapping),\n"
+"cowdict(iterable), cowdict(**kwargs) and a mapping or iterable with\n"
+"keywords.  Not a dict subclass: a MutableMapping, and not subclassable.");
 
 FC_COW_CS_FAST(cowdict_get)
 FC_COW_CS_FAST(cowdict_setdefault)

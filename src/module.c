@@ -111,9 +111,19 @@ fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
 PyDoc_STRVAR(fc_deepcopy_doc,
 "deepcopy(x, memo=None, _nil=[], *, share=None)\n--\n\n"
 "Deep copy operation on arbitrary Python objects: the same result as\n"
-"copy.deepcopy(x, memo) on this interpreter, computed in C.\n\n"
-"share: a type, a tuple of types, or a predicate; matching objects are\n"
-"kept by reference wherever they occur instead of being copied.");
+"`copy.deepcopy(x, memo)` on this interpreter, computed in C.\n\n"
+"Types, values and aliasing, the memo's contents (keep-alive list\n"
+"included), the hook calls and the errors are the stdlib's.\n\n"
+"Args:\n"
+"    x: the object to copy.\n"
+"    memo: the stdlib's memo: any mapping from `id(obj)` to its copy,\n"
+"        shared with every `__deepcopy__(memo)` hook called on the way.\n"
+"    _nil: accepted because the stdlib has it (through 3.13); ignored.\n"
+"    share: not in the stdlib.  A type, a tuple of types, or a predicate\n"
+"        called with each object: matching objects are kept by reference\n"
+"        wherever they occur instead of being copied.  None: the drop-in.\n\n"
+"Returns:\n"
+"    The deep copy of x.");
 
 /* The calls deepcopy gets from hooks and from the patched copy.deepcopy:
    deepcopy(x[, memo[, _nil]]) and deepcopy(x, memo=memo), bound without
@@ -166,9 +176,21 @@ fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 PyDoc_STRVAR(fc_copy_doc,
 "copy(x, *, deep=None)\n--\n\n"
 "Shallow copy operation on arbitrary Python objects: the same result as\n"
-"copy.copy(x) on this interpreter, computed in C.\n\n"
-"deep: paths (dotted strings or tuples of steps) of fields to deep-copy\n"
-"inside the shallow copy, sharing one memo; see fastcopy._select.");
+"`copy.copy(x)` on this interpreter, computed in C.\n\n"
+"Args:\n"
+"    x: the object to copy.\n"
+"    deep: not in the stdlib.  Fields to deep-copy inside the shallow\n"
+"        copy: one path or an iterable of paths, each a dotted string\n"
+"        (\"optimizer.state\") or a tuple of steps ((\"layers\", 0)); a step\n"
+"        is a key, an index or an attribute name.  Every object along a\n"
+"        path is shallow-copied (the source is never modified) and the\n"
+"        fields share one memo.  None: the drop-in.\n\n"
+"Returns:\n"
+"    The shallow copy of x.\n\n"
+"Raises:\n"
+"    KeyError: a path names a missing key (IndexError, AttributeError\n"
+"        likewise); the message names the whole path and nothing is\n"
+"        built.");
 
 static PyObject *
 fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
@@ -205,7 +227,15 @@ fc_py_copy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 PyDoc_STRVAR(fc_replicate_doc,
 "replicate(x, n, *, share=None)\n--\n\n"
 "A list of n independent deep copies of x: the same as\n"
-"[deepcopy(x, share=share) for _ in range(n)], made in one call.");
+"`[deepcopy(x, share=share) for _ in range(n)]`, made in one call.\n\n"
+"Args:\n"
+"    x: the object to copy.\n"
+"    n: how many copies.\n"
+"    share: as for deepcopy(): objects kept by reference in every copy.\n\n"
+"Returns:\n"
+"    A list of n deep copies of x.\n\n"
+"Raises:\n"
+"    ValueError: n is below 0.");
 
 static PyObject *
 fc_py_replicate(PyObject *module, PyObject *const *args, Py_ssize_t nargs,

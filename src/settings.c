@@ -305,8 +305,9 @@ fc_py_backends(PyObject *module, PyObject *unused)
 PyDoc_STRVAR(fc_trim_doc,
 "trim()\n--\n\n"
 "Give the memory the buffer backends keep (numpy's pool) back to the\n"
-"system.  Returns the number of bytes released.  Blocks in use are not\n"
-"affected.");
+"system.  Blocks in use are not affected.\n\n"
+"Returns:\n"
+"    The number of bytes released.");
 
 static PyObject *
 fc_py_trim(PyObject *module, PyObject *unused)

@@ -1,79 +1,111 @@
-"""``python docs/build.py``'s reference checks: links to files, heading anchors in other .md files
-(``../README.md#benchmarks``), image references; then the real tree builds clean with its charts
-copied next to the pages.  Runnable under pytest and plain unittest."""
-import importlib.util
+"""References the strict docs build checks beyond plain page links -- heading anchors in another
+page, images (a missing chart fails, present ones are copied next to the pages) -- and the links
+of the two Markdown files outside the site (README.md, benchmarks/README.md), which MkDocs does not
+see: each must name an existing file, and a #fragment into a docs page must be an anchor of that
+page as built.  Runnable under pytest and plain unittest."""
 import os
-import subprocess
-import sys
+import re
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if not os.path.isfile(os.path.join(ROOT, "docs", "build.py")):
-    raise unittest.SkipTest("no docs/ here (the suite runs against an installed wheel)")
-spec = importlib.util.spec_from_file_location("docs_build", os.path.join(ROOT, "docs", "build.py"))
-build = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(build)
+from docs_site import ROOT, Tree, built_page, ids, mkdocs_build, skip_unless_docs
+
+PY = None
+OUTSIDE = ["README.md", os.path.join("benchmarks", "README.md")]
+
+
+def setUpModule():
+    global PY
+    PY = skip_unless_docs()
 
 
 class TestCheckRefs(unittest.TestCase):
 
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.docs = os.path.join(self.tmp.name, "docs")
-        os.makedirs(os.path.join(self.docs, "img"))
-        self.write("README.md", "# Top\n\n## The `nested` workload (a chain)\n\n## Batching: "
-                                "`configure(torch_defer=True)`, on by default\n")
-        self.write("docs/img/chart.svg", "<svg/>")
-
-    def write(self, rel, text):
-        with open(os.path.join(self.tmp.name, rel), "w", encoding="utf-8") as f:
-            f.write(text)
-        return os.path.join(self.tmp.name, rel)
-
-    def check(self, body):
-        return build.check_refs(self.write("docs/page.md", "# Page\n\n## Here\n\n" + body))
+    def tree(self, body):
+        return Tree(self, {
+            "docs/other.md": "# Other\n\n## The `nested` workload (a chain)\n\n## Batching: "
+                             "`configure(torch_defer=True)`, on by default\n",
+            "docs/img/chart.svg": "<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+            "docs/page.md": "# Page\n\n## Here\n\n" + body,
+        })
 
     def test_good_references(self):
-        self.assertEqual(self.check(
-            "[a](../README.md#the-nested-workload-a-chain) "
-            "[b](../README.md#batching-configuretorch_defertrue-on-by-default) [c](#here) "
-            "![chart](img/chart.svg) <img src=\"img/chart.svg\" alt=\"x\"> [web](https://x.y/z) "
-            "`[in code](missing.md)`\n\n```\n![in a block](nope.svg)\n```\n"), [])
+        tree = self.tree(
+            "[a](other.md#the-nested-workload-a-chain) "
+            "[b](other.md#batching-configuretorch_defertrue-on-by-default) [c](#here) "
+            "![chart](img/chart.svg) [web](https://x.y/z) "
+            "`[in code](missing.md)`\n\n```\n![in a block](nope.svg)\n```\n")
+        rc, out = tree.build(PY)
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(os.path.isfile(os.path.join(tree.site, "img", "chart.svg")))
 
     def test_broken_anchor_in_another_file(self):
-        problems = self.check("[a](../README.md#no-such-heading)\n")
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("README.md has no heading #no-such-heading", problems[0])
+        rc, out = self.tree("[a](other.md#no-such-heading)\n").build(PY)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("does not contain an anchor '#no-such-heading'", out)
 
     def test_broken_files_and_images(self):
-        problems = self.check("![gone](img/gone.svg) <img src=\"img/gone.png\"> "
-                              "[x](../benchmarks/nothing.py) [y](#not-here)\n")
-        self.assertEqual(len(problems), 4, problems)
-        self.assertIn("image img/gone.svg: no such file", problems[0])
-        self.assertIn("image img/gone.png: no such file", problems[1])
-        self.assertIn("link ../benchmarks/nothing.py: no such file", problems[2])
-        self.assertIn("has no heading #not-here", problems[3])
-
-    def test_fallback_converter_renders_images_and_keeps_comments(self):
-        out = build.fallback_markdown("<!-- chart x -->\n![a chart](img/chart.svg)\n"
-                                      "<!-- /chart -->\n")
-        self.assertIn('<img src="img/chart.svg" alt="a chart">', out)
-        self.assertIn("<!-- chart x -->", out)
-        self.assertNotIn("&lt;!--", out)
+        rc, out = self.tree("![gone](img/gone.svg) [x](../benchmarks/nothing.py) "
+                            "[y](#not-here)\n").build(PY)
+        self.assertNotEqual(rc, 0)
+        warnings = [line for line in out.splitlines() if line.startswith("WARNING")]
+        self.assertEqual(len(warnings), 3, warnings)
+        self.assertIn("'img/gone.svg'", warnings[0])
+        self.assertIn("'../benchmarks/nothing.py'", warnings[1])
+        self.assertIn("'#not-here'", warnings[2])
 
 
-class TestTree(unittest.TestCase):
+# [text](target) and ![alt](target) outside code spans and fenced blocks
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
-    def test_docs_build_clean_with_images(self):
-        proc = subprocess.run([sys.executable, os.path.join("docs", "build.py")], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        for name in os.listdir(os.path.join(ROOT, "docs")):
-            if name.endswith(".md"):
-                for rel in build.images(os.path.join(ROOT, "docs", name)):
-                    self.assertTrue(os.path.isfile(os.path.join(build.OUT, rel)), rel)
+
+def _prose(text):
+    text = re.sub(r"(?ms)^```.*?^```", "", text)
+    return re.sub(r"`[^`\n]+`", "", text)
+
+
+class TestOutsideTheSite(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.site = os.path.join(cls.tmp.name, "site")
+        cls.rc, cls.out = mkdocs_build(PY, os.path.join(ROOT, "mkdocs.yml"), cls.site)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_links_lead_somewhere(self):
+        self.assertEqual(self.rc, 0, self.out)
+        problems, checked = [], 0
+        for rel in OUTSIDE:
+            path = os.path.join(ROOT, rel)
+            with open(path, encoding="utf-8") as f:
+                links = _LINK.findall(_prose(f.read()))
+            for link in links:
+                if re.match(r"[a-zA-Z][\w+.-]*:", link):
+                    continue                  # URLs are not fetched
+                target, _, fragment = link.partition("#")
+                dest = os.path.normpath(os.path.join(os.path.dirname(path), target))
+                checked += 1
+                if not os.path.exists(dest):
+                    problems.append("%s: %s: no such file" % (rel, link))
+                elif fragment and dest.endswith(".md"):
+                    docs = os.path.join(ROOT, "docs")
+                    if os.path.dirname(dest) != docs:
+                        problems.append("%s: %s: anchors checked only into docs/" % (rel, link))
+                    elif fragment not in ids(built_page(self.site, os.path.basename(dest))):
+                        problems.append("%s: %s: no such anchor on the built page" % (rel, link))
+        self.assertEqual(problems, [])
+        self.assertGreater(checked, 10)
+
+    def test_readme_links_the_site_pages(self):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        for needle in ("](docs/index.md", "](docs/reference.md", "](docs/api.md", "mkdocs serve",
+                       "mkdocs build --strict"):
+            self.assertTrue(needle in readme, needle)
 
 
 if __name__ == "__main__":
