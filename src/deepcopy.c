@@ -89,8 +89,8 @@ struct FcRecon {
     unsigned int ptag;      /*   skip hasattr(y, "__setstate__") safely */
     unsigned int shows;     /* fresh: c->shows when y was made */
     int fresh;              /* y made by object.__new__ with the memo native */
-    int dc;                 /* FP_DCSTATE: the state is dataclasses' list,
-                               applied natively while still its own (hooks.c) */
+    int hook;               /* FP_STATEHOOK: whose state (FH_*), applied
+                               natively while y's hook is still it (hooks.c) */
     /* R_SLOTS (fc_deep_slots): sl holds sl_cap names, then as many values,
        then as many copies (strong; the first sl_n of each used, copies made
        up to sl_i); sl_pos: the slot dict's entry place in the native memo,
@@ -972,16 +972,16 @@ fc_slots_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     return rc < 0 ? -1 : 0;
 }
 
-/* R_STATE_GOT for a frozen slotted dataclass (fc_deep_dcstate): its
-   copied state list applied by dataclasses' own __setstate__, natively
-   while y's type and the hook are still the ones planned, else called.
+/* R_STATE_GOT for a library's state hooks (fc_deep_statehook): the
+   copied state applied by the library's own __setstate__, natively while
+   y's type and the hook are still the ones planned, else called.
    0 | -1+exc */
 FC_NOINLINE int
-fc_dc_apply(FcCtx *c, FcFrame *f, PyObject *state)
+fc_statehook_apply(FcCtx *c, FcFrame *f, PyObject *state)
 {
     FcRecon *r = f->u.recon.r;
     if (Py_TYPE(f->y) == r->ptype && fc_type_tag(r->ptype) == r->ptag) {
-        int rc = fc_dc_setstate(c->st, f->y, state);
+        int rc = fc_hook_setstate(c->st, r->hook, f->y, state);
         if (rc != 0) {
             return rc < 0 ? -1 : 0;
         }
@@ -1034,8 +1034,8 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             f->phase = R_LIST_START;
             break;
         case R_STATE_GOT: {
-            if (r->dc) {
-                int rc = fc_dc_apply(c, f, res);
+            if (r->hook) {
+                int rc = fc_statehook_apply(c, f, res);
                 Py_CLEAR(res);
                 if (rc < 0) {
                     return -1;
@@ -1385,16 +1385,16 @@ fail:
     return NULL;
 }
 
-/* A frozen slotted dataclass whose __getstate__/__setstate__ are
-   dataclasses' own, the memo native: object.__reduce_ex__(4) gives
-   (copyreg.__newobj__, (cls,), [field values]); _reconstruct makes y with
-   object.__new__, memoizes it, deep-copies the state list through the
-   memo and calls __setstate__.  The list is read and applied natively
-   (hooks.c) and copied by the walker's list road, so the memo gets the
-   stdlib's entries.  FC_PUSHED | NULL+exc | NULL, no exc: the generic
-   road (nothing done) */
+/* An instance whose __getstate__/__setstate__ a library made (a frozen
+   slotted dataclass, an attrs slotted class), the memo native:
+   object.__reduce_ex__(4) gives (copyreg.__newobj__, (cls,), state);
+   _reconstruct makes y with object.__new__, memoizes it, deep-copies the
+   state through the memo and calls __setstate__.  The state is read and
+   applied natively (hooks.c) and copied by the walker's list or dict road,
+   so the memo gets the stdlib's entries.  FC_PUSHED | NULL+exc | NULL, no
+   exc: the generic road (nothing done) */
 static PyObject *
-fc_deep_dcstate(FcCtx *c, PyObject *x, FcPlan *p)
+fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
 {
     PyTypeObject *tp = Py_TYPE(x);
     unsigned int tag = p->tag;
@@ -1403,7 +1403,8 @@ fc_deep_dcstate(FcCtx *c, PyObject *x, FcPlan *p)
            is observable, the generic road does it */
         return NULL;
     }
-    PyObject *state = fc_dc_getstate(c->st, x);
+    int hook = p->value;
+    PyObject *state = fc_hook_getstate(c->st, hook, x);
     if (state == NULL) {
         return NULL;
     }
@@ -1420,7 +1421,7 @@ fc_deep_dcstate(FcCtx *c, PyObject *x, FcPlan *p)
         FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
         rc->ptype = tp;
         rc->ptag = tag;
-        rc->dc = 1;
+        rc->hook = hook;
     }
     return res;
 }
@@ -2437,8 +2438,8 @@ fc_enter_planned(FcCtx *c, PyObject *x, int *gflags)
     case FP_IDENTITY:
         res = fc_deep_identity(c, x);
         break;
-    case FP_DCSTATE:
-        res = fc_deep_dcstate(c, x, p);
+    case FP_STATEHOOK:
+        res = fc_deep_statehook(c, x, p);
         break;
     default:
         res = NULL;

@@ -408,8 +408,8 @@ enum {
     FP_ODICT,         /* exactly collections.OrderedDict */
     FP_NAMEDTUPLE,    /* a collections.namedtuple class, hooks untouched */
     FP_VALUE,         /* an exact stdlib value type: FcPlan.value says which */
-    FP_DCSTATE,       /* a frozen slotted dataclass with dataclasses' own
-                         __getstate__/__setstate__ (hooks.c) */
+    FP_STATEHOOK,     /* __getstate__/__setstate__ a library made, verified:
+                         FcPlan.value says whose (FH_*, hooks.h) */
 };
 
 /* FcPlan.value: the stdlib value types copied natively (deepcopy.c,

@@ -43,25 +43,7 @@ static const char *const fc_dc_bnames[FC_DC_NBUILTINS] = {
     "getattr", "object", "zip", "tuple", "TypeError"
 };
 
-/* Is v builtins.getattr (a builtin function of the builtins module)? */
-static int
-fc_is_builtin_getattr(PyObject *v)
-{
-    if (!PyCFunction_Check(v)) {
-        return 0;
-    }
-    PyCFunctionObject *f = (PyCFunctionObject *)v;
-    if (f->m_ml == NULL || strcmp(f->m_ml->ml_name, "getattr") != 0
-        || f->m_self == NULL || !PyModule_Check(f->m_self)) {
-        return 0;
-    }
-    const char *mn = PyModule_GetName(f->m_self);
-    if (mn == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    return strcmp(mn, "builtins") == 0;
-}
+static int fc_is_builtin_named(PyObject *v, const char *name);
 
 /* d[name] without running code (exact dict, str key).  borrowed | NULL */
 static PyObject *
@@ -140,7 +122,7 @@ fc_dc_capture(FcState *st)
     for (int i = 0; i < FC_DC_NBUILTINS; i++) {
         bv[i] = fc_dget(b, fc_dc_bnames[i]);
     }
-    if (bv[0] == NULL || !fc_is_builtin_getattr(bv[0])
+    if (bv[0] == NULL || !fc_is_builtin_named(bv[0], "getattr")
         || bv[1] != (PyObject *)&PyBaseObject_Type || bv[2] != (PyObject *)&PyZip_Type
         || bv[3] != (PyObject *)&PyTuple_Type || bv[4] != PyExc_TypeError) {
         return 0;
@@ -210,40 +192,6 @@ fc_dc_ok(FcState *st)
     return fc_dc_names_ok(h);
 }
 
-FC_INTERNAL int
-fc_plan_dataclass(FcState *st, PyTypeObject *tp)
-{
-#if FC_FT
-    (void)st;
-    (void)tp;
-    return 0;       /* the verified state is not shared between threads */
-#else
-    if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
-        || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT) || tp->tp_itemsize != 0
-        || tp->tp_dictoffset != 0
-        || tp->tp_getattro != PyObject_GenericGetAttr
-        || tp->tp_new != PyBaseObject_Type.tp_new
-        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro
-        || PyType_IsSubtype(tp, &PyType_Type)) {
-        return 0;
-    }
-    if (_PyType_Lookup(tp, st->s_getstate) == NULL || !fc_dc_ok(st)) {
-        return 0;
-    }
-    FcHooksState *h = &st->hooks;
-    if (_PyType_Lookup(tp, st->s_getstate) != h->dc_getstate
-        || _PyType_Lookup(tp, st->s_setstate) != h->dc_setstate
-        || _PyType_Lookup(tp, st->s_new) != st->obj_new
-        || _PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
-        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
-        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
-        || _PyType_Lookup(tp, st->s_getnewargs) != NULL
-        || _PyType_Lookup(tp, st->s_deepcopy) != NULL) {
-        return 0;
-    }
-    return 1;
-#endif
-}
 
 /* fields(tp's instances): the names of the fields in order (new refs into
    names[0..n)).  n | -1: not this road (nothing held) | -2+exc */
@@ -308,7 +256,7 @@ fc_dc_slots(PyTypeObject *tp, PyObject *const *names, Py_ssize_t n, PyObject **d
     return 1;
 }
 
-FC_INTERNAL PyObject *
+static PyObject *
 fc_dc_getstate(FcState *st, PyObject *x)
 {
     PyTypeObject *tp = Py_TYPE(x);
@@ -347,7 +295,7 @@ done:
     return state;
 }
 
-FC_INTERNAL int
+static int
 fc_dc_setstate(FcState *st, PyObject *y, PyObject *state)
 {
     PyTypeObject *tp = Py_TYPE(y);
@@ -378,6 +326,402 @@ fc_dc_setstate(FcState *st, PyObject *y, PyObject *state)
     return r;
 }
 
+/* ------------------------------------------------------------------ */
+/* attrs: slots_getstate / slots_setstate                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * attrs (22.2 and later) gives every slotted class two closures made by
+ * _ClassBuilder._make_getstate_setstate, so every such class's hooks share
+ * two code objects, found among that method's constants:
+ *     def slots_getstate(self):
+ *         return {name: getattr(self, name) for name in state_attr_names}
+ *     def slots_setstate(self, state):
+ *         __bound_setattr = _OBJ_SETATTR.__get__(self)
+ *         if isinstance(state, tuple): ...zip(state_attr_names, state)...
+ *         else:
+ *             for name in state_attr_names:
+ *                 if name in state:
+ *                     __bound_setattr(name, state[name])
+ *         if hash_caching_enabled:
+ *             __bound_setattr(_HASH_CACHE_FIELD, None)
+ * The field names and the hash flag are read from the closure cells on
+ * every copy.  The tuple branch (states pickled by attrs before 22.2) is
+ * left to the Python hook: the walker's own states are dicts.
+ */
+
+static const char *const fc_at_bnames[FC_AT_NBUILTINS] = {
+    "getattr", "isinstance", "tuple", "zip"
+};
+
+/* Is v the builtin function `name` of the builtins module? */
+static int
+fc_is_builtin_named(PyObject *v, const char *name)
+{
+    if (!PyCFunction_Check(v)) {
+        return 0;
+    }
+    PyCFunctionObject *f = (PyCFunctionObject *)v;
+    if (f->m_ml == NULL || strcmp(f->m_ml->ml_name, name) != 0
+        || f->m_self == NULL || !PyModule_Check(f->m_self)) {
+        return 0;
+    }
+    const char *mn = PyModule_GetName(f->m_self);
+    if (mn == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return strcmp(mn, "builtins") == 0;
+}
+
+/* attr._make's globals and builtins the hooks read are the verified ones.
+   1 | 0 */
+static int
+fc_at_names_ok(FcHooksState *h)
+{
+    PyObject *g = h->at_globals, *b = h->at_builtins;
+#if FC_HAVE_DICT_VERSION
+    if (fc_dict_version(g) == h->at_ver[0] && fc_dict_version(b) == h->at_ver[1]) {
+        return 1;
+    }
+#endif
+    PyObject *hf = fc_dget(g, "_HASH_CACHE_FIELD");
+    if (fc_dget(g, "_OBJ_SETATTR") != h->at_objsetattr || hf == NULL
+        || !PyUnicode_CheckExact(hf) || PyUnicode_Compare(hf, h->at_hashfield) != 0) {
+        return 0;
+    }
+    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
+        if (fc_dget(g, fc_at_bnames[i]) != NULL || fc_dget(b, fc_at_bnames[i]) != h->at_b[i]) {
+            return 0;
+        }
+    }
+#if FC_HAVE_DICT_VERSION
+    h->at_ver[0] = fc_dict_version(g);
+    h->at_ver[1] = fc_dict_version(b);
+#endif
+    return 1;
+}
+
+/* Index of `name` in code's co_freevars, or -1. */
+static int
+fc_freevar_index(PyObject *code, const char *name)
+{
+    PyObject *fv = PyObject_GetAttrString(code, "co_freevars");
+    int r = -1;
+    if (fv != NULL && PyTuple_Check(fv)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fv); i++) {
+            PyObject *n = PyTuple_GET_ITEM(fv, i);
+            if (PyUnicode_Check(n) && PyUnicode_CompareWithASCIIString(n, name) == 0) {
+                r = (int)i;
+                break;
+            }
+        }
+    }
+    Py_XDECREF(fv);
+    PyErr_Clear();
+    return r;
+}
+
+/* Capture attrs' two code objects the first time.  1 | 0 (not now) */
+static int
+fc_at_capture(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *mods = PySys_GetObject("modules");     /* borrowed */
+    PyObject *mod = mods != NULL && PyDict_Check(mods)
+                    ? PyDict_GetItemString(mods, "attr._make") : NULL;
+    if (mod == NULL || !PyModule_CheckExact(mod)) {
+        return 0;
+    }
+    h->at_checked = -1;
+    PyObject *g = PyModule_GetDict(mod);
+    PyObject *cb = fc_dget(g, "_ClassBuilder"), *osa = fc_dget(g, "_OBJ_SETATTR");
+    PyObject *hf = fc_dget(g, "_HASH_CACHE_FIELD");
+    if (cb == NULL || !PyType_Check(cb) || osa == NULL || hf == NULL
+        || !PyUnicode_CheckExact(hf) || !PyDict_CheckExact(g)) {
+        return 0;
+    }
+    /* object.__setattr__, the slot wrapper in object's own dict */
+    PyObject *s_setattr = PyUnicode_InternFromString("__setattr__");
+    PyObject *s_mk = s_setattr ? PyUnicode_InternFromString("_make_getstate_setstate") : NULL;
+    if (s_mk == NULL) {
+        Py_XDECREF(s_setattr);
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *real = _PyType_Lookup(&PyBaseObject_Type, s_setattr);
+    PyObject *mk = _PyType_Lookup((PyTypeObject *)cb, s_mk);
+    Py_DECREF(s_setattr);
+    Py_DECREF(s_mk);
+    if (real == NULL || osa != real || mk == NULL || !PyFunction_Check(mk)) {
+        return 0;
+    }
+    PyFunctionObject *mf = (PyFunctionObject *)mk;
+    PyObject *b = mf->func_builtins;
+    if (mf->func_globals != g || b == NULL || !PyDict_CheckExact(b)) {
+        return 0;
+    }
+    PyObject *consts = ((PyCodeObject *)mf->func_code)->co_consts;
+    PyObject *codes[2] = {NULL, NULL};
+    static const char *const cnames[2] = {"slots_getstate", "slots_setstate"};
+    for (Py_ssize_t i = 0; consts != NULL && i < PyTuple_GET_SIZE(consts); i++) {
+        PyObject *co = PyTuple_GET_ITEM(consts, i);
+        if (!PyCode_Check(co)) {
+            continue;
+        }
+        PyObject *nm = ((PyCodeObject *)co)->co_name;
+        for (int k = 0; k < 2; k++) {
+            if (PyUnicode_CompareWithASCIIString(nm, cnames[k]) == 0) {
+                if (codes[k] != NULL) {
+                    return 0;
+                }
+                codes[k] = co;
+            }
+        }
+    }
+    if (codes[0] == NULL || codes[1] == NULL) {
+        return 0;
+    }
+    int n0 = fc_freevar_index(codes[0], "state_attr_names");
+    int n1 = fc_freevar_index(codes[1], "state_attr_names");
+    int hc = fc_freevar_index(codes[1], "hash_caching_enabled");
+    if (n0 < 0 || n1 < 0 || hc < 0) {
+        return 0;
+    }
+    PyObject *bv[FC_AT_NBUILTINS];
+    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
+        bv[i] = fc_dget(b, fc_at_bnames[i]);
+    }
+    if (bv[0] == NULL || !fc_is_builtin_named(bv[0], "getattr") || bv[1] == NULL
+        || !fc_is_builtin_named(bv[1], "isinstance") || bv[2] != (PyObject *)&PyTuple_Type
+        || bv[3] != (PyObject *)&PyZip_Type) {
+        return 0;
+    }
+    for (int k = 0; k < 2; k++) {
+        h->at_code[k] = Py_NewRef(codes[k]);
+    }
+    h->at_names_cell[0] = n0;
+    h->at_names_cell[1] = n1;
+    h->at_hash_cell = hc;
+    h->at_globals = Py_NewRef(g);
+    h->at_builtins = Py_NewRef(b);
+    h->at_objsetattr = Py_NewRef(osa);
+    h->at_hashfield = Py_NewRef(hf);
+    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
+        h->at_b[i] = Py_NewRef(bv[i]);
+    }
+    h->at_ver[0] = h->at_ver[1] = 0;
+    h->at_checked = 1;
+    if (!fc_at_names_ok(h)) {
+        h->at_checked = -1;
+        return 0;
+    }
+    return 1;
+}
+
+static int
+fc_at_ok(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    if (h->at_checked <= 0) {
+        if (h->at_checked < 0 || !fc_at_capture(st)) {
+            return 0;
+        }
+    }
+    return fc_at_names_ok(h);
+}
+
+/* f is attrs' hook k (0 getstate, 1 setstate) as made for a class: its
+   closure's cell `which` (k's names cell, or -1: the hash flag).
+   borrowed cell content | NULL (not it) */
+static PyObject *
+fc_at_cell(FcHooksState *h, PyObject *f, int k, int which)
+{
+    if (f == NULL || !PyFunction_Check(f)) {
+        return NULL;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)f;
+    if (fn->func_code != h->at_code[k] || fn->func_globals != h->at_globals
+        || fn->func_builtins != h->at_builtins || fn->func_closure == NULL
+        || !PyTuple_Check(fn->func_closure)) {
+        return NULL;
+    }
+    int i = which < 0 ? h->at_hash_cell : h->at_names_cell[k];
+    if (i >= PyTuple_GET_SIZE(fn->func_closure)) {
+        return NULL;
+    }
+    PyObject *cell = PyTuple_GET_ITEM(fn->func_closure, i);
+    return PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
+}
+
+/* The field names of a class's attrs hook k: an exact tuple of exact strs,
+   each a plain slot of tp (descriptors borrowed into d[]).  new ref | NULL */
+static PyObject *
+fc_at_names(FcState *st, PyTypeObject *tp, int k)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *f = _PyType_Lookup(tp, k == 0 ? st->s_getstate : st->s_setstate);
+    PyObject *names = fc_at_cell(h, f, k, 0);
+    if (names == NULL || !PyTuple_CheckExact(names) || PyTuple_GET_SIZE(names) > FC_DC_MAX) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) {
+            return NULL;
+        }
+    }
+    return Py_NewRef(names);
+}
+
+static PyObject *
+fc_at_getstate(FcState *st, PyObject *x)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *d[FC_DC_MAX];
+    if (!fc_at_ok(st)) {
+        return NULL;
+    }
+    PyObject *names = fc_at_names(st, tp, 0);
+    if (names == NULL) {
+        return NULL;
+    }
+    /* the dict first: on 3.10/3.11 its allocation may collect and run
+       finalizers, and the descriptors below are borrowed from tp's dict */
+    PyObject *state = PyDict_New();
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (state == NULL || !fc_dc_slots(tp, &PyTuple_GET_ITEM(names, 0), n, d)) {
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* getattr(self, name): the member descriptor's get */
+        PyObject *v = Py_TYPE(d[i])->tp_descr_get(d[i], x, (PyObject *)tp);
+        if (v == NULL) {
+            goto fail;
+        }
+        /* an exact str key into a dict of our own: no user code, and its
+           table grows with PyMem (no collection) */
+        int r = PyDict_SetItem(state, PyTuple_GET_ITEM(names, i), v);
+        Py_DECREF(v);
+        if (r < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(names);
+    return state;
+fail:
+    Py_DECREF(names);
+    Py_XDECREF(state);
+    return NULL;
+}
+
+static int
+fc_at_setstate(FcState *st, PyObject *y, PyObject *state)
+{
+    FcHooksState *h = &st->hooks;
+    PyTypeObject *tp = Py_TYPE(y);
+    PyObject *d[FC_DC_MAX + 1];
+    if (!PyDict_CheckExact(state) || !fc_at_ok(st)) {
+        return 0;
+    }
+    PyObject *flag = fc_at_cell(h, _PyType_Lookup(tp, st->s_setstate), 1, -1);
+    if (flag == NULL || !PyBool_Check(flag)) {
+        return 0;
+    }
+    PyObject *names = fc_at_names(st, tp, 1);
+    if (names == NULL) {
+        return 0;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    int r = 0;
+    if (!fc_dc_slots(tp, &PyTuple_GET_ITEM(names, 0), n, d)
+        || (flag == Py_True && !fc_dc_slots(tp, &h->at_hashfield, 1, d + n))) {
+        goto done;
+    }
+    /* for name in names: if name in state: object.__setattr__(y, name,
+       state[name]) -- exact str keys in an exact dict: no user code */
+    r = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyDict_GetItemWithError(state, PyTuple_GET_ITEM(names, i));
+        if (v == NULL) {
+            if (PyErr_Occurred()) {
+                r = -1;
+                goto done;
+            }
+            continue;
+        }
+        Py_INCREF(v);
+        int rc = Py_TYPE(d[i])->tp_descr_set(d[i], y, v);
+        Py_DECREF(v);
+        if (rc < 0) {
+            r = -1;
+            goto done;
+        }
+    }
+    if (flag == Py_True && Py_TYPE(d[n])->tp_descr_set(d[n], y, Py_None) < 0) {
+        r = -1;
+    }
+done:
+    Py_DECREF(names);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Which road                                                          */
+/* ------------------------------------------------------------------ */
+
+FC_INTERNAL int
+fc_plan_statehook(FcState *st, PyTypeObject *tp)
+{
+#if FC_FT
+    (void)st;
+    (void)tp;
+    return 0;       /* the verified state is not shared between threads */
+#else
+    if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT) || tp->tp_itemsize != 0
+        || tp->tp_dictoffset != 0
+        || tp->tp_getattro != PyObject_GenericGetAttr
+        || tp->tp_new != PyBaseObject_Type.tp_new
+        || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro
+        || PyType_IsSubtype(tp, &PyType_Type)) {
+        return 0;
+    }
+    PyObject *gs = _PyType_Lookup(tp, st->s_getstate);
+    PyObject *ss = _PyType_Lookup(tp, st->s_setstate);
+    if (gs == NULL || ss == NULL || !PyFunction_Check(gs) || !PyFunction_Check(ss)
+        || _PyType_Lookup(tp, st->s_new) != st->obj_new
+        || _PyType_Lookup(tp, st->s_reduce_ex) != st->obj_reduce_ex
+        || _PyType_Lookup(tp, st->s_reduce) != st->obj_reduce
+        || _PyType_Lookup(tp, st->s_getnewargs_ex) != NULL
+        || _PyType_Lookup(tp, st->s_getnewargs) != NULL
+        || _PyType_Lookup(tp, st->s_deepcopy) != NULL) {
+        return 0;
+    }
+    FcHooksState *h = &st->hooks;
+    if (fc_dc_ok(st) && gs == h->dc_getstate && ss == h->dc_setstate) {
+        return FH_DATACLASS;
+    }
+    if (fc_at_ok(st) && fc_at_cell(h, gs, 0, 0) != NULL && fc_at_cell(h, ss, 1, 0) != NULL) {
+        return FH_ATTRS;
+    }
+    return 0;
+#endif
+}
+
+FC_INTERNAL PyObject *
+fc_hook_getstate(FcState *st, int hook, PyObject *x)
+{
+    return hook == FH_DATACLASS ? fc_dc_getstate(st, x)
+           : hook == FH_ATTRS ? fc_at_getstate(st, x) : NULL;
+}
+
+FC_INTERNAL int
+fc_hook_setstate(FcState *st, int hook, PyObject *y, PyObject *state)
+{
+    return hook == FH_DATACLASS ? fc_dc_setstate(st, y, state)
+           : hook == FH_ATTRS ? fc_at_setstate(st, y, state) : 0;
+}
+
 FC_INTERNAL int
 fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
 {
@@ -395,6 +739,16 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     Py_VISIT(h->dc_builtins);
     for (int i = 0; i < FC_DC_NBUILTINS; i++) {
         Py_VISIT(h->dc_b[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        Py_VISIT(h->at_code[i]);
+    }
+    Py_VISIT(h->at_globals);
+    Py_VISIT(h->at_builtins);
+    Py_VISIT(h->at_objsetattr);
+    Py_VISIT(h->at_hashfield);
+    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
+        Py_VISIT(h->at_b[i]);
     }
     return 0;
 }
@@ -419,4 +773,15 @@ fc_hooks_clear(FcHooksState *h)
     }
     Py_CLEAR(h->s_dc_fields);
     h->dc_checked = 0;
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(h->at_code[i]);
+    }
+    Py_CLEAR(h->at_globals);
+    Py_CLEAR(h->at_builtins);
+    Py_CLEAR(h->at_objsetattr);
+    Py_CLEAR(h->at_hashfield);
+    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
+        Py_CLEAR(h->at_b[i]);
+    }
+    h->at_checked = 0;
 }

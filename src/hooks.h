@@ -12,8 +12,12 @@
 #include "fastcopy.h"
 
 /* The builtins the dataclasses hooks read: getattr, object, zip, tuple,
-   TypeError (FcHooksState.dc_b). */
+   TypeError (FcHooksState.dc_b); attrs': getattr, isinstance, tuple, zip. */
 #define FC_DC_NBUILTINS 5
+#define FC_AT_NBUILTINS 4
+
+/* Whose state hooks a FP_STATEHOOK type has (FcPlan.value). */
+enum { FH_DATACLASS = 1, FH_ATTRS = 2 };
 
 /* FcState.hooks */
 typedef struct {
@@ -31,19 +35,32 @@ typedef struct {
     uint64_t dc_ver[2];            /* their version tags when last checked */
     PyObject *dc_b[FC_DC_NBUILTINS];        /* the builtins as verified */
     PyObject *s_dc_fields;         /* "__dataclass_fields__" */
+
+    /* attrs' slots_getstate / slots_setstate (attr._make), one code object
+       each for every slotted class, the field names in their closures */
+    int at_checked;                /* 0 not yet, 1 verified, -1 not available */
+    PyObject *at_code[2];          /* the two code objects, strong */
+    int at_names_cell[2];          /* closure index of state_attr_names */
+    int at_hash_cell;              /* setstate's hash_caching_enabled */
+    PyObject *at_globals, *at_builtins;     /* attr._make's dicts, strong */
+    uint64_t at_ver[2];
+    PyObject *at_objsetattr;       /* object.__setattr__, as _OBJ_SETATTR */
+    PyObject *at_hashfield;        /* _HASH_CACHE_FIELD as verified */
+    PyObject *at_b[FC_AT_NBUILTINS];
 } FcHooksState;
 
-/* Is tp a frozen slotted dataclass whose state hooks are dataclasses' own
-   (plan.c calls it with tp's other hooks checked)?  1 | 0 | -1+exc */
-FC_INTERNAL int fc_plan_dataclass(FcState *st, PyTypeObject *tp);
-/* _dataclass_getstate(x): [getattr(x, f.name) for f in fields(x)], read
-   natively.  new list | NULL+exc | NULL, no exc: not this road now
-   (nothing done).  Runs no user code. */
-FC_INTERNAL PyObject *fc_dc_getstate(FcState *st, PyObject *x);
-/* _dataclass_setstate(y, state): object.__setattr__ per field, natively.
-   1 done | 0 not this road now (nothing done) | -1+exc.  Runs no user
-   code. */
-FC_INTERNAL int fc_dc_setstate(FcState *st, PyObject *y, PyObject *state);
+/* Whose verified state hooks tp's instances have, if they are reduced by
+   object's __reduce_ex__(4) and made by object.__new__ (plan.c calls it
+   when no copier or reductor is registered for tp).  FH_* | 0 | -1+exc */
+FC_INTERNAL int fc_plan_statehook(FcState *st, PyTypeObject *tp);
+/* x.__getstate__() of a FH_* class, read natively: dataclasses' list of
+   field values, attrs' dict of them.  new ref | NULL+exc | NULL, no exc:
+   not this road now (nothing done).  Runs no user code. */
+FC_INTERNAL PyObject *fc_hook_getstate(FcState *st, int hook, PyObject *x);
+/* y.__setstate__(state) of a FH_* class, natively: object.__setattr__ per
+   field.  1 done | 0 not this road now (nothing done) | -1+exc.  Runs no
+   user code. */
+FC_INTERNAL int fc_hook_setstate(FcState *st, int hook, PyObject *y, PyObject *state);
 
 /* The state's references: visit / release (module.c). */
 FC_INTERNAL int fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg);

@@ -1256,12 +1256,13 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
     }
 
     if ((p->gflags & FG_NO_DEEP_DISPATCH) && (p->gflags & FG_NO_REDUCTOR)) {
-        int dc = fc_plan_dataclass(st, tp);
-        if (dc < 0) {
+        int h = fc_plan_statehook(st, tp);
+        if (h < 0) {
             return -1;
         }
-        if (dc) {
-            p->deep = FP_DCSTATE;
+        if (h) {
+            p->deep = FP_STATEHOOK;
+            p->value = (uint8_t)h;
             return 0;
         }
     }

@@ -216,3 +216,155 @@ def test_memo_after_the_copy():
     def build(log, holder):
         return _recs() + [Peek(log, holder)]
     _check(build)
+
+
+# ---------------------------------------------------------------------------------------------
+# attrs: the slotted classes' generated __getstate__ / __setstate__
+# ---------------------------------------------------------------------------------------------
+
+try:
+    import attrs
+except ImportError:  # pragma: no cover - attrs is installed by CI
+    attrs = None
+
+needs_attrs = pytest.mark.skipif(attrs is None, reason="needs attrs")
+
+if attrs is not None:
+    @attrs.define
+    class APoint:
+        x: typing.Any
+        y: typing.Any
+
+    @attrs.define
+    class ARec:
+        id: int
+        tags: list
+        pos: APoint
+        meta: dict = attrs.field(factory=dict)
+
+    @attrs.define(weakref_slot=True)
+    class AWeak:
+        a: typing.Any
+
+    @attrs.frozen(cache_hash=True)
+    class AFrozen:
+        a: typing.Any
+        b: tuple = ()
+
+    @attrs.define
+    class ASub(ARec):
+        more: typing.Any = None
+
+    class AExtra(APoint):
+        """A plain subclass with a slot of its own: it does not travel in the state."""
+        __slots__ = ("extra",)
+
+    @attrs.define
+    class AOwnState(ARec):
+        def __setstate__(self, state):
+            object.__setattr__(self, "id", -1)
+            object.__setattr__(self, "tags", state["tags"])
+            object.__setattr__(self, "pos", state["pos"])
+            object.__setattr__(self, "meta", {"own": True})
+
+
+def _attrs_data(log=None, holder=None):
+    shared = [1, [2]]
+    out = [ARec(i, ["t", shared], APoint(i, shared), {"s": shared}) for i in range(3)]
+    out += [AWeak([0]), AFrozen([1], (shared,)), ASub(5, [], APoint(None, None), more=[shared])]
+    e = AExtra([7], 8)
+    e.extra = "not copied"
+    out.append(e)
+    fz = AFrozen(("k", 1), (2,))
+    hash(fz)                                  # fills the hash cache: reset to None in copies
+    out.append(fz)
+    if log is not None:
+        out.append(ARec(9, [Peek(log, holder)], APoint(1, 2), {"after": [3]}))
+    out.append(out[0])
+    return out
+
+
+@needs_attrs
+def test_attrs_records():
+    _check(lambda log, holder: _attrs_data(log, holder))
+
+
+@needs_attrs
+def test_attrs_self_reference():
+    def build(log, holder):
+        r = ARec(1, [], APoint(0, 0))
+        r.meta = {"me": r, "peek": Peek(log, holder)}
+        r.tags.append(r)
+        return [r, r.tags]
+    _check(build)
+
+
+@needs_attrs
+def test_attrs_subclass_with_its_own_setstate():
+    def build(log, holder):
+        return [AOwnState(1, [2], APoint(3, [4]), {"m": 5}), _attrs_data()]
+    _check(build)
+
+
+@needs_attrs
+def test_attrs_unset_field():
+    def scenario(impl):
+        r = ARec.__new__(ARec)
+        r.id = 1
+        return Case(r, lambda: impl.deepcopy([r]))
+    std = assert_equivalent(scenario)
+    assert std["outcome"][:2] == ("raise", "AttributeError")
+
+
+@needs_attrs
+def test_attrs_closure_changed():
+    # the field names live in the hooks' closure: read on every copy, as the hook reads them
+    import fastcopy
+
+    @attrs.define
+    class C:
+        a: list
+        b: list
+    cell = C.__getstate__.__closure__[0]
+    saved = cell.cell_contents
+    try:
+        cell.cell_contents = ("a",)
+        x = C([1], [2])
+        a, b = copy.deepcopy(x), fastcopy.deepcopy(x)
+    finally:
+        cell.cell_contents = saved
+    assert (a.a, getattr(a, "b", "unset")) == (b.a, getattr(b, "b", "unset")) == ([1], "unset")
+
+
+@needs_attrs
+def test_attrs_patched_global_takes_the_python_road(monkeypatch):
+    import attr._make
+    import fastcopy
+    calls = []
+    real = object.__setattr__
+
+    class Counting:
+        def __get__(self, obj, tp=None):
+            def bound(name, value):
+                calls.append(name)
+                real(obj, name, value)
+            return bound
+    monkeypatch.setattr(attr._make, "_OBJ_SETATTR", Counting())
+    src = _attrs_data()
+    a = copy.deepcopy(src)
+    n_std = len(calls)
+    del calls[:]
+    b = fastcopy.deepcopy(src)
+    assert len(calls) == n_std > 0
+    assert shape.shape(a, src) == shape.shape(b, src)
+
+
+@needs_attrs
+def test_attrs_native_road_runs_no_python_hook():
+    import fastcopy
+    src = _attrs_data()
+    fastcopy.deepcopy(src)
+    names, res = python_calls(lambda: fastcopy.deepcopy(src))
+    assert "slots_getstate" not in names and "slots_setstate" not in names
+    assert "slots_getstate" in python_calls(lambda: copy.deepcopy(src))[0]
+    assert shape.shape(res, src) == shape.shape(copy.deepcopy(src), src)
