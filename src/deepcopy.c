@@ -73,7 +73,7 @@ enum { FR_LIST = 1, FR_DICT, FR_TUPLE, FR_RECON, FR_METHOD };
 /* FR_RECON phases */
 enum {
     R_ARGS = 0, R_STATE_REQ, R_STATE_GOT, R_LIST_START, R_LIST_NEXT,
-    R_LIST_GOT, R_DICT_START, R_DICT_NEXT, R_DICT_KEY, R_DICT_VAL, R_SLOTS
+    R_LIST_GOT, R_DICT_START, R_DICT_NEXT, R_DICT_KEY, R_DICT_VAL, R_SLOTS, R_PYD
 };
 
 /* FR_DICT phases */
@@ -993,6 +993,213 @@ fc_statehook_apply(FcCtx *c, FcFrame *f, PyObject *state)
     return fc_after_user_code(c);
 }
 
+/* getattr(x, name) for a slot of x's type: its value, no user code, when it
+   is set; else the generic getattr, which runs x's __getattr__ (user code,
+   guarded).  new ref | NULL+exc */
+static PyObject *
+fc_pd_get(FcCtx *c, PyObject *x, PyObject *name)
+{
+    PyObject *d = _PyType_Lookup(Py_TYPE(x), name);
+    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        Py_INCREF(d);
+        PyObject *v = Py_TYPE(d)->tp_descr_get(d, x, (PyObject *)Py_TYPE(x));
+        Py_DECREF(d);
+        if (v != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return v;
+        }
+        PyErr_Clear();
+    }
+    if (fc_before_user_code(c, 0) < 0) {
+        return NULL;
+    }
+    PyObject *v = PyObject_GetAttr(x, name);
+    if (v != NULL && fc_after_user_code(c) < 0) {
+        Py_CLEAR(v);
+    }
+    return v;
+}
+
+/* `not hasattr(x, name) or x.name is None`, else x.name: *val NULL for the
+   first.  0 | -1+exc */
+static int
+fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
+{
+    *val = NULL;
+    PyObject *d = _PyType_Lookup(Py_TYPE(x), name);
+    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        Py_INCREF(d);
+        PyObject *v = Py_TYPE(d)->tp_descr_get(d, x, (PyObject *)Py_TYPE(x));
+        Py_DECREF(d);
+        if (v != NULL) {
+            if (v == Py_None) {
+                Py_DECREF(v);
+            }
+            else {
+                *val = v;
+            }
+            return 0;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+    }
+    /* unset: hasattr() and the read each go through __getattr__ */
+    if (fc_before_user_code(c, 0) < 0) {
+        return -1;
+    }
+    PyObject *v = PyObject_GetAttr(x, name);
+    if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return fc_after_user_code(c);
+    }
+    Py_DECREF(v);
+    v = PyObject_GetAttr(x, name);
+    if (v == NULL || fc_after_user_code(c) < 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    if (v == Py_None) {
+        Py_DECREF(v);
+    }
+    else {
+        *val = v;
+    }
+    return 0;
+}
+
+/* {k: v for k, v in priv.items() if v is not PydanticUndefined}.
+   new ref | NULL+exc */
+static PyObject *
+fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined)
+{
+    PyObject *k, *v, *d;
+    Py_ssize_t pos = 0;
+    int plain = PyDict_CheckExact(priv);
+    while (plain && PyDict_Next(priv, &pos, &k, NULL)) {
+        plain = PyUnicode_CheckExact(k);
+    }
+    if (plain) {
+        /* exact str keys into a dict of our own: no user code */
+        if ((d = PyDict_New()) == NULL) {
+            return NULL;
+        }
+        pos = 0;
+        while (PyDict_Next(priv, &pos, &k, &v)) {
+            Py_INCREF(k);
+            Py_INCREF(v);
+            int r = v == undefined ? 0 : PyDict_SetItem(d, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (r < 0) {
+                Py_DECREF(d);
+                return NULL;
+            }
+        }
+        return d;
+    }
+    if (fc_before_user_code(c, 0) < 0) {
+        return NULL;
+    }
+    PyObject *items = PyMapping_Items(priv);
+    d = items != NULL ? PyDict_New() : NULL;
+    for (Py_ssize_t i = 0; d != NULL && i < PyList_GET_SIZE(items); i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2) {
+            PyErr_SetString(PyExc_TypeError, "items() must yield pairs");
+            Py_CLEAR(d);
+            break;
+        }
+        if (PyTuple_GET_ITEM(kv, 1) != undefined
+            && PyObject_SetItem(d, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1)) < 0) {
+            Py_CLEAR(d);
+        }
+    }
+    Py_XDECREF(items);
+    if (d != NULL && fc_after_user_code(c) < 0) {
+        Py_CLEAR(d);
+    }
+    return d;
+}
+
+/* The R_PYD phase (fc_deep_pydantic): pydantic's BaseModel.__deepcopy__
+   after `m = cls.__new__(cls); memo[id(self)] = m`, step r->i; res: the
+   copy just made (stolen) or NULL.  1 (*out: the next part to copy) | 0
+   done | -1+exc */
+FC_NOINLINE int
+fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
+{
+    FcState *st = c->st;
+    FcHooksState *h = &st->hooks;
+    FcRecon *r = f->u.recon.r;
+    PyObject *x = f->x, *m = f->y, *v;
+    int rc;
+    switch (r->i) {
+    case 0:
+        /* deepcopy(self.__dict__, memo=memo) */
+        r->i = 1;
+        *out = Py_NewRef(r->state);
+        return 1;
+    case 1:
+        /* _object_setattr(m, '__dict__', ...); deepcopy(self.__pydantic_extra__) */
+        rc = PyObject_GenericSetAttr(m, st->s_dict, res);
+        Py_DECREF(res);
+        if (rc < 0 || (v = fc_pd_get(c, x, h->s_pd[FC_PD_EXTRA])) == NULL) {
+            return -1;
+        }
+        r->i = 2;
+        *out = v;
+        return 1;
+    case 2: {
+        rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_EXTRA], res);
+        Py_DECREF(res);
+        if (rc < 0 || (v = fc_pd_get(c, x, h->s_pd[FC_PD_FSET])) == NULL) {
+            return -1;
+        }
+        /* copy(self.__pydantic_fields_set__): set.copy() for a set while
+           copy's table says so, else the copy module's copy() itself */
+        PyObject *fs2;
+        if (PySet_CheckExact(v) && (st->copy_ok & FK_BIT(FK_SET))) {
+            fs2 = PySet_New(v);
+        }
+        else {
+            fs2 = fc_before_user_code(c, 0) < 0 ? NULL : PyObject_CallOneArg(h->pd_g[1], v);
+            if (fs2 != NULL && fc_after_user_code(c) < 0) {
+                Py_CLEAR(fs2);
+            }
+        }
+        Py_DECREF(v);
+        if (fs2 == NULL) {
+            return -1;
+        }
+        rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_FSET], fs2);
+        Py_DECREF(fs2);
+        PyObject *priv;
+        if (rc < 0 || fc_pd_private(c, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
+            return -1;
+        }
+        if (priv == NULL) {
+            return PyObject_GenericSetAttr(m, h->s_pd[FC_PD_PRIVATE], Py_None) < 0 ? -1 : 0;
+        }
+        PyObject *tmp = fc_pd_private_dict(c, priv, h->pd_g[3]);
+        Py_DECREF(priv);
+        if (tmp == NULL) {
+            return -1;
+        }
+        r->i = 3;
+        *out = tmp;
+        return 1;
+    }
+    default:
+        rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_PRIVATE], res);
+        Py_DECREF(res);
+        return rc < 0 ? -1 : 0;
+    }
+}
+
 /* _reconstruct(x, memo, func, args, state, listiter, dictiter), deep */
 static int
 fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
@@ -1068,6 +1275,14 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             }
             f->phase = R_LIST_START;
             break;
+        }
+        case R_PYD: {
+            int rc = fc_pyd_resume(c, f, res, out);
+            res = NULL;
+            if (rc != 0) {
+                return rc;          /* 1: the next part to copy; -1: error */
+            }
+            goto done;
         }
         case R_SLOTS: {
             int rc = fc_slots_resume(c, f, res, out);
@@ -1385,6 +1600,45 @@ fail:
     return NULL;
 }
 
+/* A pydantic model whose __deepcopy__ is BaseModel's own (hooks.c), the
+   memo native: the hook's steps without the hook -- m = cls.__new__(cls),
+   memo[id(self)] = m, then its parts copied with the same memo and set on
+   m as it sets them (fc_pyd_resume).  Its getattr(x, '__deepcopy__') must
+   find the class's hook: an instance dict entry of that name shadows it.
+   FC_PUSHED | NULL+exc | NULL, no exc: the generic road (nothing done) */
+static PyObject *
+fc_deep_pydantic(FcCtx *c, PyObject *x)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    if (!fc_pd_ok(c->st)) {
+        return NULL;
+    }
+    PyObject *d = PyObject_GenericGetDict(x, NULL);
+    if (d == NULL) {
+        return NULL;
+    }
+    PyObject *own = PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, c->st->s_deepcopy) : d;
+    if (own != NULL || PyErr_Occurred()) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    PyObject *m = tp->tp_new(tp, c->st->empty_tuple, NULL);
+    if (m == NULL || fc_untrack(c, m) < 0 || fc_memo_store(c, x, m) < 0) {
+        Py_XDECREF(m);
+        Py_DECREF(d);
+        return NULL;
+    }
+    PyObject *res = fc_push_recon(c, x, NULL, NULL, d, NULL, NULL, m);
+    Py_DECREF(m);
+    if (res == FC_PUSHED) {
+        FcFrame *f = &c->frames[c->nframes - 1];
+        f->phase = R_PYD;
+        f->u.recon.r->hook = FH_PYDANTIC;
+        f->u.recon.r->i = 0;
+    }
+    return res;
+}
+
 /* An instance whose __getstate__/__setstate__ a library made (a frozen
    slotted dataclass, an attrs slotted class), the memo native:
    object.__reduce_ex__(4) gives (copyreg.__newobj__, (cls,), state);
@@ -1400,10 +1654,14 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
     unsigned int tag = p->tag;
     if (c->mode != FC_MEMO_NATIVE) {
         /* the memo is visible: _reconstruct's deepcopy(cls, memo) lookup
-           is observable, the generic road does it */
+           is observable, the generic road does it (and a hook is shown
+           the dict it writes into) */
         return NULL;
     }
     int hook = p->value;
+    if (hook == FH_PYDANTIC) {
+        return fc_deep_pydantic(c, x);
+    }
     PyObject *state = fc_hook_getstate(c->st, hook, x);
     if (state == NULL) {
         return NULL;

@@ -666,6 +666,391 @@ done:
 }
 
 /* ------------------------------------------------------------------ */
+/* Code fingerprints                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A library's hook that is defined once (pydantic's BaseModel.__deepcopy__)
+ * is recognised by its function object, found in the library's own class
+ * dict; which release of the hook that is -- what it does -- by a
+ * fingerprint of its code: FNV-1a over the argument counts and flags, the
+ * unspecialised bytecode, the exception table, the constants (nested code
+ * objects alike), the names and the local names.  File, names and line
+ * numbers are left out.  The known fingerprints, one per CPython minor
+ * version for each release whose code was read and verified, are below;
+ * `scripts/hook_fingerprints.py` prints them for the running interpreter.
+ */
+
+#define FC_FNV_OFFSET 0xcbf29ce484222325ull
+#define FC_FNV_PRIME 0x100000001b3ull
+
+static uint64_t
+fc_fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ b[i]) * FC_FNV_PRIME;
+    }
+    return h;
+}
+
+static uint64_t
+fc_fnv_int(uint64_t h, long long v)
+{
+    return fc_fnv(h, &v, sizeof(v));
+}
+
+/* Mix a str / bytes object's contents (a tag first).  0 | -1 */
+static int
+fc_fnv_obj(uint64_t *h, PyObject *o)
+{
+    if (PyUnicode_CheckExact(o)) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(o, &n);
+        if (u == NULL) {
+            return -1;
+        }
+        *h = fc_fnv(fc_fnv_int(*h, 1000 + n), u, (size_t)n);
+        return 0;
+    }
+    if (PyBytes_CheckExact(o)) {
+        *h = fc_fnv(fc_fnv_int(*h, 2000 + PyBytes_GET_SIZE(o)), PyBytes_AS_STRING(o),
+                    (size_t)PyBytes_GET_SIZE(o));
+        return 0;
+    }
+    return -1;
+}
+
+static int fc_fp_code(uint64_t *h, PyObject *code, int depth);
+
+/* Mix a tuple of constants.  0 | -1 */
+static int
+fc_fp_consts(uint64_t *h, PyObject *t, int depth)
+{
+    if (!PyTuple_CheckExact(t) || depth > 8) {
+        return -1;
+    }
+    *h = fc_fnv_int(*h, 3000 + PyTuple_GET_SIZE(t));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *c = PyTuple_GET_ITEM(t, i);
+        if (c == Py_None || c == Py_True || c == Py_False || c == Py_Ellipsis) {
+            *h = fc_fnv_int(*h, c == Py_None ? 1 : c == Py_True ? 2 : c == Py_False ? 3 : 4);
+        }
+        else if (PyLong_CheckExact(c)) {
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(c, &overflow);
+            if (overflow || (v == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return -1;
+            }
+            *h = fc_fnv_int(fc_fnv_int(*h, 5), v);
+        }
+        else if (PyTuple_CheckExact(c)) {
+            if (fc_fp_consts(h, c, depth + 1) < 0) {
+                return -1;
+            }
+        }
+        else if (PyCode_Check(c)) {
+            if (fc_fp_code(h, c, depth + 1) < 0) {
+                return -1;
+            }
+        }
+        else if (fc_fnv_obj(h, c) < 0) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Mix code attribute `name` (a bytes object or a tuple of strs).  0 | -1 */
+static int
+fc_fp_attr(uint64_t *h, PyObject *code, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(code, name);
+    int r = -1;
+    if (v != NULL && PyTuple_CheckExact(v)) {
+        *h = fc_fnv_int(*h, 4000 + PyTuple_GET_SIZE(v));
+        r = 0;
+        for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(v); i++) {
+            r = fc_fnv_obj(h, PyTuple_GET_ITEM(v, i));
+        }
+    }
+    else if (v != NULL) {
+        r = fc_fnv_obj(h, v);
+    }
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return r;
+}
+
+static int
+fc_fp_code(uint64_t *h, PyObject *code, int depth)
+{
+    PyCodeObject *co = (PyCodeObject *)code;
+    *h = fc_fnv_int(*h, co->co_argcount);
+    *h = fc_fnv_int(*h, co->co_posonlyargcount);
+    *h = fc_fnv_int(*h, co->co_kwonlyargcount);
+    *h = fc_fnv_int(*h, co->co_flags);
+    /* co_code is the unspecialised bytecode on 3.11+ */
+    if (fc_fp_attr(h, code, "co_code") < 0
+#if FC_PY311_PLUS
+        || fc_fp_attr(h, code, "co_exceptiontable") < 0
+#endif
+        || fc_fp_consts(h, co->co_consts, depth) < 0
+        || fc_fp_attr(h, code, "co_names") < 0
+        || fc_fp_attr(h, code, "co_varnames") < 0
+        || fc_fp_attr(h, code, "co_freevars") < 0
+        || fc_fp_attr(h, code, "co_cellvars") < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+FC_INTERNAL int
+fc_code_fingerprint(PyObject *code, uint64_t *fp)
+{
+    if (!PyCode_Check(code)) {
+        return -1;
+    }
+    uint64_t h = FC_FNV_OFFSET;
+    if (fc_fp_code(&h, code, 0) < 0) {
+        return -1;
+    }
+    *fp = h;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pydantic v2: BaseModel.__deepcopy__                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * pydantic 2.14 (the variant whose fingerprints are listed):
+ *     def __deepcopy__(self, memo=None):
+ *         if memo is None: memo = {}
+ *         cls = type(self); m = cls.__new__(cls); memo[id(self)] = m
+ *         _object_setattr(m, '__dict__', deepcopy(self.__dict__, memo=memo))
+ *         _object_setattr(m, '__pydantic_extra__',
+ *                         deepcopy(self.__pydantic_extra__, memo=memo))
+ *         _object_setattr(m, '__pydantic_fields_set__',
+ *                         copy(self.__pydantic_fields_set__))
+ *         if not hasattr(self, '__pydantic_private__')
+ *                 or self.__pydantic_private__ is None:
+ *             _object_setattr(m, '__pydantic_private__', None)
+ *         else:
+ *             _object_setattr(m, '__pydantic_private__', deepcopy(
+ *                 {k: v for k, v in self.__pydantic_private__.items()
+ *                  if v is not PydanticUndefined}, memo=memo))
+ *         return m
+ * The walker runs these steps itself (deepcopy.c, fc_deep_pydantic):
+ * deepcopy and copy are the copy module's (the stdlib's code or fastcopy's
+ * patch of it), _object_setattr is object.__setattr__, and the three
+ * attributes are BaseModel's slots.  Earlier releases (no memo store
+ * before the fields are copied) and RootModel's own hook have other
+ * fingerprints and take the Python road.
+ */
+
+static const struct {
+    int minor;
+    uint64_t fp;
+} fc_pd_known[] = {
+    {11, 0xf66de9fe6f6fc9daull},      /* 2.14.4 */
+};
+
+static const char *const fc_pd_gnames[4] = {"deepcopy", "copy", "_object_setattr",
+                                            "PydanticUndefined"};
+static const char *const fc_pd_bnames[3] = {"hasattr", "type", "id"};
+
+/* pydantic.main's globals and builtins the hook reads are the verified
+   ones, deepcopy and copy still the copy module's (their code the
+   stdlib's or fastcopy's patch).  1 | 0 */
+static int
+fc_pd_names_ok(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *g = h->pd_globals, *b = h->pd_builtins;
+    if (PyFunction_GET_CODE(h->pd_deepcopy) != h->pd_code) {
+        return 0;
+    }
+    /* fastcopy's record of the stdlib's code and of its own trampolines */
+    PyObject *fd = h->pd_g[4];
+    for (int k = 0; k < 2; k++) {
+        PyObject *f = h->pd_g[k];
+        PyObject *code = PyFunction_GET_CODE(f);
+        if (code != fc_dget(fd, k == 0 ? "_STD_DEEPCOPY_CODE" : "_STD_COPY_CODE")
+            && code != fc_dget(fd, k == 0 ? "_TRAMP_DEEPCOPY" : "_TRAMP_COPY")) {
+            return 0;
+        }
+    }
+#if FC_HAVE_DICT_VERSION
+    if (fc_dict_version(g) == h->pd_ver[0] && fc_dict_version(b) == h->pd_ver[1]) {
+        return 1;
+    }
+#endif
+    for (int i = 0; i < 4; i++) {
+        if (fc_dget(g, fc_pd_gnames[i]) != h->pd_g[i]) {
+            return 0;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (fc_dget(g, fc_pd_bnames[i]) != NULL || fc_dget(b, fc_pd_bnames[i]) != h->pd_b[i]) {
+            return 0;
+        }
+    }
+#if FC_HAVE_DICT_VERSION
+    h->pd_ver[0] = fc_dict_version(g);
+    h->pd_ver[1] = fc_dict_version(b);
+#endif
+    return 1;
+}
+
+/* Capture pydantic's hook the first time.  1 | 0 (not now) */
+static int
+fc_pd_capture(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *mods = PySys_GetObject("modules");     /* borrowed */
+    PyObject *mod = mods != NULL && PyDict_Check(mods)
+                    ? PyDict_GetItemString(mods, "pydantic.main") : NULL;
+    PyObject *fcm = mods != NULL && PyDict_Check(mods)
+                    ? PyDict_GetItemString(mods, "fastcopy") : NULL;
+    if (mod == NULL || !PyModule_CheckExact(mod) || fcm == NULL || !PyModule_Check(fcm)
+        || st->copy_globals == NULL) {
+        return 0;
+    }
+    h->pd_checked = -1;
+    PyObject *g = PyModule_GetDict(mod), *fd = PyModule_GetDict(fcm);
+    PyObject *bm = fc_dget(g, "BaseModel");
+    if (bm == NULL || !PyType_Check(bm) || !PyDict_CheckExact(g)) {
+        return 0;
+    }
+    PyObject *f = _PyType_Lookup((PyTypeObject *)bm, st->s_deepcopy);
+    if (f == NULL || !PyFunction_Check(f)) {
+        return 0;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)f;
+    PyObject *b = fn->func_builtins;
+    PyObject *defs = fn->func_defaults;
+    if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
+        || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
+        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None) {
+        return 0;
+    }
+    uint64_t fp;
+    if (fc_code_fingerprint(fn->func_code, &fp) < 0) {
+        return 0;
+    }
+    int known = 0;
+    for (size_t i = 0; i < sizeof(fc_pd_known) / sizeof(fc_pd_known[0]); i++) {
+        if (fc_pd_known[i].minor == PY_MINOR_VERSION && fc_pd_known[i].fp == fp) {
+            known = 1;
+        }
+    }
+    PyObject *gv[4], *bv[3];
+    for (int i = 0; i < 4; i++) {
+        gv[i] = fc_dget(g, fc_pd_gnames[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        bv[i] = fc_dget(b, fc_pd_bnames[i]);
+    }
+    PyObject *s_setattr = PyUnicode_InternFromString("__setattr__");
+    PyObject *real = s_setattr != NULL ? _PyType_Lookup(&PyBaseObject_Type, s_setattr) : NULL;
+    Py_XDECREF(s_setattr);
+    PyErr_Clear();
+    if (!known || gv[0] == NULL || gv[0] != fc_dget(st->copy_globals, "deepcopy")
+        || gv[1] == NULL || gv[1] != fc_dget(st->copy_globals, "copy")
+        || !PyFunction_Check(gv[0]) || !PyFunction_Check(gv[1])
+        || real == NULL || gv[2] != real || gv[3] == NULL
+        || bv[0] == NULL || !fc_is_builtin_named(bv[0], "hasattr")
+        || bv[1] != (PyObject *)&PyType_Type
+        || bv[2] == NULL || !fc_is_builtin_named(bv[2], "id")) {
+        return 0;
+    }
+    static const char *const slots[FC_PD_NSLOTS] = {
+        "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__"
+    };
+    for (int i = 0; i < FC_PD_NSLOTS; i++) {
+        if (h->s_pd[i] == NULL && (h->s_pd[i] = PyUnicode_InternFromString(slots[i])) == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    h->pd_deepcopy = Py_NewRef(f);
+    h->pd_code = Py_NewRef(fn->func_code);
+    h->pd_globals = Py_NewRef(g);
+    h->pd_builtins = Py_NewRef(b);
+    for (int i = 0; i < 4; i++) {
+        h->pd_g[i] = Py_NewRef(gv[i]);
+    }
+    h->pd_g[4] = Py_NewRef(fd);
+    for (int i = 0; i < 3; i++) {
+        h->pd_b[i] = Py_NewRef(bv[i]);
+    }
+    h->pd_ver[0] = h->pd_ver[1] = 0;
+    h->pd_checked = 1;
+    if (!fc_pd_names_ok(st)) {
+        h->pd_checked = -1;
+        return 0;
+    }
+    return 1;
+}
+
+FC_INTERNAL int
+fc_pd_ok(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    if (h->pd_checked <= 0) {
+        if (h->pd_checked < 0 || !fc_pd_capture(st)) {
+            return 0;
+        }
+    }
+    return fc_pd_names_ok(st);
+}
+
+FC_INTERNAL int
+fc_plan_pydantic(FcState *st, PyTypeObject *tp)
+{
+#if FC_FT
+    (void)st;
+    (void)tp;
+    return 0;
+#else
+    PyObject *dc = _PyType_Lookup(tp, st->s_deepcopy);
+    if (dc == NULL || !PyFunction_Check(dc) || !fc_pd_ok(st) || dc != st->hooks.pd_deepcopy) {
+        return 0;
+    }
+    /* getattr(x, name): object's __getattribute__ (pydantic's __getattr__
+       runs only for what that does not find); cls.__new__(cls) is
+       object.__new__; the instance has a plain __dict__; the three
+       attributes the hook sets are slots */
+    PyObject *s_ga = PyUnicode_InternFromString("__getattribute__");
+    PyObject *ga = s_ga != NULL ? _PyType_Lookup(tp, s_ga) : NULL;
+    PyObject *oga = s_ga != NULL ? _PyType_Lookup(&PyBaseObject_Type, s_ga) : NULL;
+    Py_XDECREF(s_ga);
+    if (ga == NULL || ga != oga || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || tp->tp_new != PyBaseObject_Type.tp_new || tp->tp_dictoffset == 0
+        || _PyType_Lookup(tp, st->s_new) != st->obj_new
+        || PyType_IsSubtype(tp, &PyType_Type)) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *d = _PyType_Lookup(tp, st->s_dict);
+    if (d == NULL || !Py_IS_TYPE(d, &PyGetSetDescr_Type)
+        || ((PyGetSetDescrObject *)d)->d_getset->get != st->dict_getter) {
+        return 0;
+    }
+    for (int i = 0; i < FC_PD_NSLOTS; i++) {
+        PyObject *s = _PyType_Lookup(tp, st->hooks.s_pd[i]);
+        if (s == NULL || !Py_IS_TYPE(s, &PyMemberDescr_Type)) {
+            return 0;
+        }
+    }
+    return 1;
+#endif
+}
+
+/* ------------------------------------------------------------------ */
 /* Which road                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -750,6 +1135,16 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     for (int i = 0; i < FC_AT_NBUILTINS; i++) {
         Py_VISIT(h->at_b[i]);
     }
+    Py_VISIT(h->pd_deepcopy);
+    Py_VISIT(h->pd_code);
+    Py_VISIT(h->pd_globals);
+    Py_VISIT(h->pd_builtins);
+    for (int i = 0; i < 5; i++) {
+        Py_VISIT(h->pd_g[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_VISIT(h->pd_b[i]);
+    }
     return 0;
 }
 
@@ -784,4 +1179,18 @@ fc_hooks_clear(FcHooksState *h)
         Py_CLEAR(h->at_b[i]);
     }
     h->at_checked = 0;
+    Py_CLEAR(h->pd_deepcopy);
+    Py_CLEAR(h->pd_code);
+    Py_CLEAR(h->pd_globals);
+    Py_CLEAR(h->pd_builtins);
+    for (int i = 0; i < 5; i++) {
+        Py_CLEAR(h->pd_g[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_CLEAR(h->pd_b[i]);
+    }
+    for (int i = 0; i < FC_PD_NSLOTS; i++) {
+        Py_CLEAR(h->s_pd[i]);
+    }
+    h->pd_checked = 0;
 }

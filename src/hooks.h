@@ -17,7 +17,10 @@
 #define FC_AT_NBUILTINS 4
 
 /* Whose state hooks a FP_STATEHOOK type has (FcPlan.value). */
-enum { FH_DATACLASS = 1, FH_ATTRS = 2 };
+enum { FH_DATACLASS = 1, FH_ATTRS = 2, FH_PYDANTIC = 3 };
+
+/* pydantic's BaseModel slots the deepcopy hook writes (FcHooksState.s_pd). */
+enum { FC_PD_EXTRA = 0, FC_PD_FSET, FC_PD_PRIVATE, FC_PD_NSLOTS };
 
 /* FcState.hooks */
 typedef struct {
@@ -47,6 +50,19 @@ typedef struct {
     PyObject *at_objsetattr;       /* object.__setattr__, as _OBJ_SETATTR */
     PyObject *at_hashfield;        /* _HASH_CACHE_FIELD as verified */
     PyObject *at_b[FC_AT_NBUILTINS];
+
+    /* pydantic v2's BaseModel.__deepcopy__, a released variant whose code
+       fingerprint is known (hooks.c) */
+    int pd_checked;                /* 0 not yet, 1 verified, -1 not available */
+    PyObject *pd_deepcopy;         /* the function, strong */
+    PyObject *pd_code;             /* its code when verified */
+    PyObject *pd_globals, *pd_builtins;     /* pydantic.main's dicts, strong */
+    uint64_t pd_ver[2];
+    PyObject *pd_g[5];             /* deepcopy, copy, _object_setattr,
+                                      PydanticUndefined as verified, and
+                                      fastcopy's module dict */
+    PyObject *pd_b[3];             /* hasattr, type, id */
+    PyObject *s_pd[FC_PD_NSLOTS];  /* "__pydantic_extra__", ... */
 } FcHooksState;
 
 /* Whose verified state hooks tp's instances have, if they are reduced by
@@ -61,6 +77,16 @@ FC_INTERNAL PyObject *fc_hook_getstate(FcState *st, int hook, PyObject *x);
    field.  1 done | 0 not this road now (nothing done) | -1+exc.  Runs no
    user code. */
 FC_INTERNAL int fc_hook_setstate(FcState *st, int hook, PyObject *y, PyObject *state);
+
+/* Is tp a pydantic model whose __deepcopy__ is BaseModel's own, of a
+   verified release, with plain attribute lookup?  1 | 0 | -1+exc */
+FC_INTERNAL int fc_plan_pydantic(FcState *st, PyTypeObject *tp);
+/* Are the verified hook and the globals it reads unchanged?  1 | 0 */
+FC_INTERNAL int fc_pd_ok(FcState *st);
+/* The fingerprint of a code object the hooks are recognised by (hooks.c,
+   "Code fingerprints"); also the test function _code_fingerprint.
+   0 (*fp set) | -1: a constant it cannot read (no exception) */
+FC_INTERNAL int fc_code_fingerprint(PyObject *code, uint64_t *fp);
 
 /* The state's references: visit / release (module.c). */
 FC_INTERNAL int fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg);

@@ -1255,6 +1255,17 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         }
     }
 
+    if (p->gflags & FG_NO_DEEP_DISPATCH) {
+        int pd = fc_plan_pydantic(st, tp);
+        if (pd < 0) {
+            return -1;
+        }
+        if (pd) {
+            p->deep = FP_STATEHOOK;
+            p->value = FH_PYDANTIC;
+            return 0;
+        }
+    }
     if ((p->gflags & FG_NO_DEEP_DISPATCH) && (p->gflags & FG_NO_REDUCTOR)) {
         int h = fc_plan_statehook(st, tp);
         if (h < 0) {

@@ -7,6 +7,7 @@
 #include "fastcopy.h"
 #include "testing.h"
 #include "state.h"
+#include "hooks.h"
 
 PyDoc_STRVAR(fc_defer_stats_doc,
 "_defer_stats()\n--\n\n"
@@ -43,7 +44,25 @@ fc_py_fake_cuda(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(fc_code_fingerprint_doc,
+"_code_fingerprint(function)\n--\n\n"
+"Tests and scripts/hook_fingerprints.py: the fingerprint by which a library\n"
+"hook's code is recognised (src/hooks.c), or None where it has a constant\n"
+"it does not read.");
+
+static PyObject *
+fc_py_code_fingerprint(PyObject *module, PyObject *f)
+{
+    uint64_t fp;
+    PyObject *code = PyFunction_Check(f) ? PyFunction_GET_CODE(f) : f;
+    if (fc_code_fingerprint(code, &fp) < 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromUnsignedLongLong(fp);
+}
+
 static PyMethodDef fc_testing_methods[] = {
+    {"_code_fingerprint", fc_py_code_fingerprint, METH_O, fc_code_fingerprint_doc},
     {"_defer_stats", fc_py_defer_stats, METH_NOARGS, fc_defer_stats_doc},
     {"_fake_cuda", fc_py_fake_cuda, METH_VARARGS, fc_fake_cuda_doc},
     {NULL, NULL, 0, NULL},

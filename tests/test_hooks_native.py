@@ -368,3 +368,141 @@ def test_attrs_native_road_runs_no_python_hook():
     assert "slots_getstate" not in names and "slots_setstate" not in names
     assert "slots_getstate" in python_calls(lambda: copy.deepcopy(src))[0]
     assert shape.shape(res, src) == shape.shape(copy.deepcopy(src), src)
+
+
+# ---------------------------------------------------------------------------------------------
+# pydantic v2: BaseModel.__deepcopy__ (the releases whose code fingerprint hooks.c knows)
+# ---------------------------------------------------------------------------------------------
+
+try:
+    import pydantic
+except ImportError:  # pragma: no cover - pydantic is installed by CI
+    pydantic = None
+
+needs_pydantic = pytest.mark.skipif(pydantic is None, reason="needs pydantic")
+
+if pydantic is not None:
+    class PInner(pydantic.BaseModel):
+        v: list
+        tag: str = "t"
+
+    class POuter(pydantic.BaseModel):
+        id: int
+        inner: PInner
+        items: list
+        meta: dict = {}
+        any: typing.Any = None
+
+    class PPrivate(pydantic.BaseModel):
+        a: list
+        _cache: dict = pydantic.PrivateAttr(default_factory=dict)
+        _unset: typing.Any = pydantic.PrivateAttr()
+
+    class PExtra(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="allow")
+        a: int
+
+    class PFrozen(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(frozen=True)
+        a: tuple
+        b: typing.Any = None
+
+    class PRoot(pydantic.RootModel[list]):
+        pass
+
+    class POwnHook(POuter):
+        def __deepcopy__(self, memo=None):
+            new = super().__deepcopy__(memo)
+            object.__setattr__(new, "meta", {"own": True})
+            return new
+
+
+def _pyd_data(log=None, holder=None):
+    shared = [1, [2]]
+    inner = PInner(v=shared)
+    out = [POuter(id=i, inner=inner, items=[shared, {"k": [i]}], meta={"s": shared})
+           for i in range(3)]
+    pp = PPrivate(a=[shared])
+    pp._cache["x"] = [shared]
+    out += [pp, PExtra(a=1, extra_list=[shared], extra_model=inner), PFrozen(a=(shared,)),
+            PRoot([shared, inner]), POwnHook(id=9, inner=inner, items=[])]
+    if log is not None:
+        out.append(POuter(id=7, inner=PInner(v=[Peek(log, holder)]), items=[shared],
+                          any=Peek(log, holder)))
+    out.append(out[0])
+    return out
+
+
+@needs_pydantic
+def test_pydantic_models():
+    _check(lambda log, holder: _pyd_data(log, holder))
+
+
+@needs_pydantic
+def test_pydantic_patched():
+    import fastcopy
+    with fastcopy.patched():
+        _check(lambda log, holder: _pyd_data(log, holder))
+
+
+@needs_pydantic
+def test_pydantic_self_reference():
+    def build(log, holder):
+        m = POuter(id=1, inner=PInner(v=[]), items=[])
+        m.items.append(m)
+        m.inner.v.append(m)
+        m.meta["peek"] = Peek(log, holder)
+        return [m, m.items]
+    _check(build)
+
+
+@needs_pydantic
+def test_pydantic_instance_shadows_the_hook():
+    def build(log, holder):
+        m = POuter(id=1, inner=PInner(v=[1]), items=[])
+        m.__dict__["__deepcopy__"] = lambda memo: "own"
+        return [m, POuter(id=2, inner=PInner(v=[2]), items=[])]
+    _check(build)
+
+
+@needs_pydantic
+def test_pydantic_unset_private_goes_through_getattr():
+    def scenario(impl):
+        m = PPrivate(a=[1])
+        object.__delattr__(m, "__pydantic_private__")
+        return Case(m, lambda: impl.deepcopy([m]))
+    assert_equivalent(scenario)
+
+
+@needs_pydantic
+def test_pydantic_patched_global_takes_the_python_road(monkeypatch):
+    import pydantic.main
+    import fastcopy
+    calls = []
+    real = pydantic.main.deepcopy
+
+    def counting(x, memo=None):
+        calls.append(type(x).__name__)
+        return real(x, memo)
+    monkeypatch.setattr(pydantic.main, "deepcopy", counting)
+    src = _pyd_data()
+    a = copy.deepcopy(src)
+    n_std = len(calls)
+    del calls[:]
+    b = fastcopy.deepcopy(src)
+    assert len(calls) == n_std > 0
+    assert shape.shape(a, src) == shape.shape(b, src)
+
+
+@needs_pydantic
+def test_pydantic_native_road_runs_no_python_hook():
+    import fastcopy
+    src = [m for m in _pyd_data() if not isinstance(m, (PRoot, POwnHook))]
+    fastcopy.deepcopy(src)
+    names, res = python_calls(lambda: fastcopy.deepcopy(src))
+    assert "__deepcopy__" not in names
+    assert "__deepcopy__" in python_calls(lambda: copy.deepcopy(src))[0]
+    assert shape.shape(res, src) == shape.shape(copy.deepcopy(src), src)
+    # RootModel's own hook and a subclass's override run as Python
+    names, _ = python_calls(lambda: fastcopy.deepcopy(_pyd_data()))
+    assert "__deepcopy__" in names
