@@ -53,30 +53,271 @@ fc_dget(PyObject *d, const char *name)
     return v;
 }
 
-/* The globals and builtins the hooks read are the ones verified.
+/* ------------------------------------------------------------------ */
+/* Code fingerprints                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A library's hook that is defined once (pydantic's BaseModel.__deepcopy__)
+ * is recognised by its function object, found in the library's own class
+ * dict; which release of the hook that is -- what it does -- by a
+ * fingerprint of its code: FNV-1a over the argument counts and flags, the
+ * unspecialised bytecode, the exception table, the constants (nested code
+ * objects alike), the names and the local names.  File, names and line
+ * numbers are left out.  The known fingerprints, one per CPython minor
+ * version for each release whose code was read and verified, are in the
+ * tables by each road; `scripts/hook_fingerprints.py` prints them for the
+ * running interpreter.  A function the hooks call (dataclasses.fields) is
+ * recognised the same way.
+ */
+
+#define FC_FNV_OFFSET 0xcbf29ce484222325ull
+#define FC_FNV_PRIME 0x100000001b3ull
+
+static uint64_t
+fc_fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ b[i]) * FC_FNV_PRIME;
+    }
+    return h;
+}
+
+static uint64_t
+fc_fnv_int(uint64_t h, long long v)
+{
+    return fc_fnv(h, &v, sizeof(v));
+}
+
+/* Mix a str / bytes object's contents (a tag first).  0 | -1 */
+static int
+fc_fnv_obj(uint64_t *h, PyObject *o)
+{
+    if (PyUnicode_CheckExact(o)) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(o, &n);
+        if (u == NULL) {
+            return -1;
+        }
+        *h = fc_fnv(fc_fnv_int(*h, 1000 + n), u, (size_t)n);
+        return 0;
+    }
+    if (PyBytes_CheckExact(o)) {
+        *h = fc_fnv(fc_fnv_int(*h, 2000 + PyBytes_GET_SIZE(o)), PyBytes_AS_STRING(o),
+                    (size_t)PyBytes_GET_SIZE(o));
+        return 0;
+    }
+    return -1;
+}
+
+static int fc_fp_code(uint64_t *h, PyObject *code, int depth);
+
+/* Mix a tuple of constants.  0 | -1 */
+static int
+fc_fp_consts(uint64_t *h, PyObject *t, int depth)
+{
+    if (!PyTuple_CheckExact(t) || depth > 8) {
+        return -1;
+    }
+    *h = fc_fnv_int(*h, 3000 + PyTuple_GET_SIZE(t));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *c = PyTuple_GET_ITEM(t, i);
+        if (c == Py_None || c == Py_True || c == Py_False || c == Py_Ellipsis) {
+            *h = fc_fnv_int(*h, c == Py_None ? 1 : c == Py_True ? 2 : c == Py_False ? 3 : 4);
+        }
+        else if (PyLong_CheckExact(c)) {
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(c, &overflow);
+            if (overflow || (v == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return -1;
+            }
+            *h = fc_fnv_int(fc_fnv_int(*h, 5), v);
+        }
+        else if (PyTuple_CheckExact(c)) {
+            if (fc_fp_consts(h, c, depth + 1) < 0) {
+                return -1;
+            }
+        }
+        else if (PyCode_Check(c)) {
+            if (fc_fp_code(h, c, depth + 1) < 0) {
+                return -1;
+            }
+        }
+        else if (fc_fnv_obj(h, c) < 0) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Mix code attribute `name` (a bytes object or a tuple of strs).  0 | -1 */
+static int
+fc_fp_attr(uint64_t *h, PyObject *code, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(code, name);
+    int r = -1;
+    if (v != NULL && PyTuple_CheckExact(v)) {
+        *h = fc_fnv_int(*h, 4000 + PyTuple_GET_SIZE(v));
+        r = 0;
+        for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(v); i++) {
+            r = fc_fnv_obj(h, PyTuple_GET_ITEM(v, i));
+        }
+    }
+    else if (v != NULL) {
+        r = fc_fnv_obj(h, v);
+    }
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return r;
+}
+
+static int
+fc_fp_code(uint64_t *h, PyObject *code, int depth)
+{
+    PyCodeObject *co = (PyCodeObject *)code;
+    *h = fc_fnv_int(*h, co->co_argcount);
+    *h = fc_fnv_int(*h, co->co_posonlyargcount);
+    *h = fc_fnv_int(*h, co->co_kwonlyargcount);
+    *h = fc_fnv_int(*h, co->co_flags);
+    /* co_code is the unspecialised bytecode on 3.11+ */
+    if (fc_fp_attr(h, code, "co_code") < 0
+#if FC_PY311_PLUS
+        || fc_fp_attr(h, code, "co_exceptiontable") < 0
+#endif
+        || fc_fp_consts(h, co->co_consts, depth) < 0
+        || fc_fp_attr(h, code, "co_names") < 0
+        || fc_fp_attr(h, code, "co_varnames") < 0
+        || fc_fp_attr(h, code, "co_freevars") < 0
+        || fc_fp_attr(h, code, "co_cellvars") < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+FC_INTERNAL int
+fc_code_fingerprint(PyObject *code, uint64_t *fp)
+{
+    if (!PyCode_Check(code)) {
+        return -1;
+    }
+    uint64_t h = FC_FNV_OFFSET;
+    if (fc_fp_code(&h, code, 0) < 0) {
+        return -1;
+    }
+    *fp = h;
+    return 0;
+}
+
+/* Does code have the fingerprint fps[k] listed for this CPython?  1 | 0 */
+typedef struct {
+    int minor;
+    uint64_t fp[3];
+} FcKnownCode;
+
+static int
+fc_code_known(PyObject *code, const FcKnownCode *known, size_t n, int k)
+{
+    uint64_t fp;
+    if (code == NULL || fc_code_fingerprint(code, &fp) < 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (known[i].minor == PY_MINOR_VERSION && known[i].fp[k] == fp) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#define FC_NKNOWN(t) (sizeof(t) / sizeof((t)[0]))
+
+/* dataclasses' hooks and fields(), 3.10-3.13 (the text above, read in each). */
+static const FcKnownCode fc_dc_known[] = {
+    /* _dataclass_getstate, _dataclass_setstate, fields */
+    {10, {0x54ce0213feee5f75ull, 0x915096c8d12836fbull, 0x6543d4c5d5617ffdull}},
+    {11, {0x9092ff244278907dull, 0x14f9b1e63cbc92c0ull, 0x832474117c445ec8ull}},
+    {12, {0x3c32d6040b9a02b9ull, 0x0779d0f03ddf4633ull, 0x28367f445759cc30ull}},
+    {13, {0x50830b96d5be9650ull, 0xe42d3e7329e77621ull, 0x1fa7d1e30709a154ull}},
+};
+
+/* Is v the real builtin `name` (getattr, isinstance, ...) or type? */
+static int fc_is_builtin_named(PyObject *v, const char *name);
+
+static int
+fc_builtin_ok(PyObject *v, const char *name)
+{
+    if (v == NULL) {
+        return 0;
+    }
+    if (strcmp(name, "object") == 0) {
+        return v == (PyObject *)&PyBaseObject_Type;
+    }
+    if (strcmp(name, "zip") == 0) {
+        return v == (PyObject *)&PyZip_Type;
+    }
+    if (strcmp(name, "tuple") == 0) {
+        return v == (PyObject *)&PyTuple_Type;
+    }
+    if (strcmp(name, "type") == 0) {
+        return v == (PyObject *)&PyType_Type;
+    }
+    if (strcmp(name, "TypeError") == 0) {
+        return v == PyExc_TypeError;
+    }
+    return fc_is_builtin_named(v, name);
+}
+
+/* The builtins `names` are the real ones in b and not shadowed in g.
    1 | 0 */
+static int
+fc_builtins_ok(PyObject *g, PyObject *b, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (fc_dget(g, names[i]) != NULL || !fc_builtin_ok(fc_dget(b, names[i]), names[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The globals and builtins dataclasses' hooks read still do what the
+   native road does: fields() is a function with the verified code (any
+   such function object: recognised by its fingerprint, then by identity),
+   _FIELDS names __dataclass_fields__, _FIELD is the marker its Field
+   objects were made with, the builtins are the real ones.  1 | 0 */
 static int
 fc_dc_names_ok(FcHooksState *h)
 {
     PyObject *g = h->dc_globals, *b = h->dc_builtins;
+    PyObject *fl = h->dc_fields;
+    if (fl != NULL && PyFunction_GET_CODE(fl) != h->dc_code[2]) {
+        return 0;
+    }
 #if FC_HAVE_DICT_VERSION
-    if (fc_dict_version(g) == h->dc_ver[0] && fc_dict_version(b) == h->dc_ver[1]) {
+    if (fl != NULL && fc_dict_version(g) == h->dc_ver[0]
+        && fc_dict_version(b) == h->dc_ver[1]) {
         return 1;
     }
 #endif
-    PyObject *fs = fc_dget(g, "_FIELDS");
-    if (fc_dget(g, "_dataclass_getstate") != h->dc_getstate
-        || fc_dget(g, "_dataclass_setstate") != h->dc_setstate
-        || fc_dget(g, "fields") != h->dc_fields
-        || fc_dget(g, "_FIELD") != h->dc_marker
+    PyObject *f = fc_dget(g, "fields"), *fs = fc_dget(g, "_FIELDS");
+    if (f == NULL || !PyFunction_Check(f) || fc_dget(g, "_FIELD") != h->dc_marker
         || fs == NULL || !PyUnicode_CheckExact(fs)
-        || PyUnicode_Compare(fs, h->s_dc_fields) != 0) {
+        || PyUnicode_Compare(fs, h->s_dc_fields) != 0
+        || !fc_builtins_ok(g, b, fc_dc_bnames, FC_DC_NBUILTINS)) {
+        PyErr_Clear();
         return 0;
     }
-    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
-        if (fc_dget(g, fc_dc_bnames[i]) != NULL || fc_dget(b, fc_dc_bnames[i]) != h->dc_b[i]) {
+    if (f != fl) {
+        PyObject *code = PyFunction_GET_CODE(f);
+        if (((PyFunctionObject *)f)->func_globals != g
+            || !fc_code_known(code, fc_dc_known, FC_NKNOWN(fc_dc_known), 2)) {
             return 0;
         }
+        Py_XSETREF(h->dc_fields, Py_NewRef(f));
+        Py_XSETREF(h->dc_code[2], Py_NewRef(code));
     }
 #if FC_HAVE_DICT_VERSION
     h->dc_ver[0] = fc_dict_version(g);
@@ -85,8 +326,10 @@ fc_dc_names_ok(FcHooksState *h)
     return 1;
 }
 
-/* Capture the dataclasses module's hooks the first time.  1 | 0 (not
-   available now) */
+/* Capture the dataclasses module's state hooks the first time it is
+   loaded: their functions, recognised by their code's fingerprints, and
+   what fields() reads (Field's slots, the _FIELD marker).  1 | 0 (not
+   now, or never: dc_checked -1) */
 static int
 fc_dc_capture(FcState *st)
 {
@@ -99,32 +342,22 @@ fc_dc_capture(FcState *st)
     }
     PyObject *g = PyModule_GetDict(mod);
     PyObject *gs = fc_dget(g, "_dataclass_getstate"), *ss = fc_dget(g, "_dataclass_setstate");
-    PyObject *fl = fc_dget(g, "fields"), *mk = fc_dget(g, "_FIELD");
-    PyObject *ft = fc_dget(g, "Field");
+    PyObject *mk = fc_dget(g, "_FIELD"), *ft = fc_dget(g, "Field");
     h->dc_checked = -1;
-    if (gs == NULL || ss == NULL || fl == NULL || mk == NULL || ft == NULL
-        || !PyFunction_Check(gs) || !PyFunction_Check(ss) || !PyFunction_Check(fl)
-        || !PyType_Check(ft)) {
+    if (gs == NULL || ss == NULL || mk == NULL || ft == NULL
+        || !PyFunction_Check(gs) || !PyFunction_Check(ss) || !PyType_Check(ft)
+        || !PyDict_CheckExact(g)) {
         return 0;
     }
-    PyFunctionObject *fs[3] = {(PyFunctionObject *)gs, (PyFunctionObject *)ss,
-                               (PyFunctionObject *)fl};
+    PyFunctionObject *fs[2] = {(PyFunctionObject *)gs, (PyFunctionObject *)ss};
     PyObject *b = fs[0]->func_builtins;
-    for (int i = 0; i < 3; i++) {
-        if (fs[i]->func_globals != g || fs[i]->func_builtins != b) {
+    for (int i = 0; i < 2; i++) {
+        if (fs[i]->func_globals != g || fs[i]->func_builtins != b
+            || !fc_code_known(fs[i]->func_code, fc_dc_known, FC_NKNOWN(fc_dc_known), i)) {
             return 0;
         }
     }
-    if (b == NULL || !PyDict_CheckExact(g) || !PyDict_CheckExact(b)) {
-        return 0;
-    }
-    PyObject *bv[FC_DC_NBUILTINS];
-    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
-        bv[i] = fc_dget(b, fc_dc_bnames[i]);
-    }
-    if (bv[0] == NULL || !fc_is_builtin_named(bv[0], "getattr")
-        || bv[1] != (PyObject *)&PyBaseObject_Type || bv[2] != (PyObject *)&PyZip_Type
-        || bv[3] != (PyObject *)&PyTuple_Type || bv[4] != PyExc_TypeError) {
+    if (b == NULL || !PyDict_CheckExact(b)) {
         return 0;
     }
     PyTypeObject *FT = (PyTypeObject *)ft;
@@ -137,6 +370,7 @@ fc_dc_capture(FcState *st)
         Py_XDECREF(s_name);
         Py_XDECREF(s_ft);
         PyErr_Clear();
+        h->dc_checked = 0;
         return 0;
     }
     PyObject *dn = _PyType_Lookup(FT, s_name), *dt = _PyType_Lookup(FT, s_ft);
@@ -149,8 +383,7 @@ fc_dc_capture(FcState *st)
     }
     h->dc_getstate = Py_NewRef(gs);
     h->dc_setstate = Py_NewRef(ss);
-    h->dc_fields = Py_NewRef(fl);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         h->dc_code[i] = Py_NewRef(fs[i]->func_code);
     }
     h->dc_marker = Py_NewRef(mk);
@@ -160,38 +393,33 @@ fc_dc_capture(FcState *st)
     h->dc_d_ftype = Py_NewRef(dt);
     h->dc_globals = Py_NewRef(g);
     h->dc_builtins = Py_NewRef(b);
-    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
-        h->dc_b[i] = Py_NewRef(bv[i]);
-    }
     h->dc_ver[0] = h->dc_ver[1] = 0;
     h->dc_checked = 1;
-    if (!fc_dc_names_ok(h)) {
-        h->dc_checked = -1;
-        return 0;
-    }
     return 1;
 }
 
-/* The verified hooks are still what every class that has them runs.
+/* The hooks are captured (their functions known).  1 | 0 */
+static int
+fc_dc_captured(FcState *st)
+{
+    int c = st->hooks.dc_checked;
+    return c > 0 || (c == 0 && fc_dc_capture(st));
+}
+
+/* ... and, for a copy now, their code and what they read unchanged.
    1 | 0 */
 static int
 fc_dc_ok(FcState *st)
 {
     FcHooksState *h = &st->hooks;
-    if (h->dc_checked <= 0) {
-        if (h->dc_checked < 0 || !fc_dc_capture(st)) {
-            return 0;
-        }
-    }
-    if (PyFunction_GET_CODE(h->dc_getstate) != h->dc_code[0]
+    if (!fc_dc_captured(st)
+        || PyFunction_GET_CODE(h->dc_getstate) != h->dc_code[0]
         || PyFunction_GET_CODE(h->dc_setstate) != h->dc_code[1]
-        || PyFunction_GET_CODE(h->dc_fields) != h->dc_code[2]
         || fc_type_tag(h->dc_field_type) != h->dc_field_tag) {
         return 0;
     }
     return fc_dc_names_ok(h);
 }
-
 
 /* fields(tp's instances): the names of the fields in order (new refs into
    names[0..n)).  n | -1: not this road (nothing held) | -2+exc */
@@ -354,6 +582,15 @@ static const char *const fc_at_bnames[FC_AT_NBUILTINS] = {
     "getattr", "isinstance", "tuple", "zip"
 };
 
+/* slots_getstate, slots_setstate of the attrs releases read (the text
+   above): 26.1.0 */
+static const FcKnownCode fc_at_known[] = {
+    {10, {0x8f08f3260897e629ull, 0xa5769c89f3eb34d5ull}},
+    {11, {0x7663da8a37b99c47ull, 0x14068ea50b9a22d5ull}},
+    {12, {0xc32ba3297ee9150bull, 0xa9238bca70222dcfull}},
+    {13, {0x63192ff6adc24040ull, 0x9b2ed61f3f67edc2ull}},
+};
+
 /* Is v the builtin function `name` of the builtins module? */
 static int
 fc_is_builtin_named(PyObject *v, const char *name)
@@ -387,13 +624,10 @@ fc_at_names_ok(FcHooksState *h)
 #endif
     PyObject *hf = fc_dget(g, "_HASH_CACHE_FIELD");
     if (fc_dget(g, "_OBJ_SETATTR") != h->at_objsetattr || hf == NULL
-        || !PyUnicode_CheckExact(hf) || PyUnicode_Compare(hf, h->at_hashfield) != 0) {
+        || !PyUnicode_CheckExact(hf) || PyUnicode_Compare(hf, h->at_hashfield) != 0
+        || !fc_builtins_ok(g, b, fc_at_bnames, FC_AT_NBUILTINS)) {
+        PyErr_Clear();
         return 0;
-    }
-    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
-        if (fc_dget(g, fc_at_bnames[i]) != NULL || fc_dget(b, fc_at_bnames[i]) != h->at_b[i]) {
-            return 0;
-        }
     }
 #if FC_HAVE_DICT_VERSION
     h->at_ver[0] = fc_dict_version(g);
@@ -453,7 +687,7 @@ fc_at_capture(FcState *st)
     PyObject *mk = _PyType_Lookup((PyTypeObject *)cb, s_mk);
     Py_DECREF(s_setattr);
     Py_DECREF(s_mk);
-    if (real == NULL || osa != real || mk == NULL || !PyFunction_Check(mk)) {
+    if (real == NULL || mk == NULL || !PyFunction_Check(mk)) {
         return 0;
     }
     PyFunctionObject *mf = (PyFunctionObject *)mk;
@@ -479,22 +713,15 @@ fc_at_capture(FcState *st)
             }
         }
     }
-    if (codes[0] == NULL || codes[1] == NULL) {
+    if (codes[0] == NULL || codes[1] == NULL
+        || !fc_code_known(codes[0], fc_at_known, FC_NKNOWN(fc_at_known), 0)
+        || !fc_code_known(codes[1], fc_at_known, FC_NKNOWN(fc_at_known), 1)) {
         return 0;
     }
     int n0 = fc_freevar_index(codes[0], "state_attr_names");
     int n1 = fc_freevar_index(codes[1], "state_attr_names");
     int hc = fc_freevar_index(codes[1], "hash_caching_enabled");
     if (n0 < 0 || n1 < 0 || hc < 0) {
-        return 0;
-    }
-    PyObject *bv[FC_AT_NBUILTINS];
-    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
-        bv[i] = fc_dget(b, fc_at_bnames[i]);
-    }
-    if (bv[0] == NULL || !fc_is_builtin_named(bv[0], "getattr") || bv[1] == NULL
-        || !fc_is_builtin_named(bv[1], "isinstance") || bv[2] != (PyObject *)&PyTuple_Type
-        || bv[3] != (PyObject *)&PyZip_Type) {
         return 0;
     }
     for (int k = 0; k < 2; k++) {
@@ -505,30 +732,24 @@ fc_at_capture(FcState *st)
     h->at_hash_cell = hc;
     h->at_globals = Py_NewRef(g);
     h->at_builtins = Py_NewRef(b);
-    h->at_objsetattr = Py_NewRef(osa);
+    h->at_objsetattr = Py_NewRef(real);
     h->at_hashfield = Py_NewRef(hf);
-    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
-        h->at_b[i] = Py_NewRef(bv[i]);
-    }
     h->at_ver[0] = h->at_ver[1] = 0;
     h->at_checked = 1;
-    if (!fc_at_names_ok(h)) {
-        h->at_checked = -1;
-        return 0;
-    }
     return 1;
+}
+
+static int
+fc_at_captured(FcState *st)
+{
+    int c = st->hooks.at_checked;
+    return c > 0 || (c == 0 && fc_at_capture(st));
 }
 
 static int
 fc_at_ok(FcState *st)
 {
-    FcHooksState *h = &st->hooks;
-    if (h->at_checked <= 0) {
-        if (h->at_checked < 0 || !fc_at_capture(st)) {
-            return 0;
-        }
-    }
-    return fc_at_names_ok(h);
+    return fc_at_captured(st) && fc_at_names_ok(&st->hooks);
 }
 
 /* f is attrs' hook k (0 getstate, 1 setstate) as made for a class: its
@@ -666,162 +887,6 @@ done:
 }
 
 /* ------------------------------------------------------------------ */
-/* Code fingerprints                                                   */
-/* ------------------------------------------------------------------ */
-
-/*
- * A library's hook that is defined once (pydantic's BaseModel.__deepcopy__)
- * is recognised by its function object, found in the library's own class
- * dict; which release of the hook that is -- what it does -- by a
- * fingerprint of its code: FNV-1a over the argument counts and flags, the
- * unspecialised bytecode, the exception table, the constants (nested code
- * objects alike), the names and the local names.  File, names and line
- * numbers are left out.  The known fingerprints, one per CPython minor
- * version for each release whose code was read and verified, are below;
- * `scripts/hook_fingerprints.py` prints them for the running interpreter.
- */
-
-#define FC_FNV_OFFSET 0xcbf29ce484222325ull
-#define FC_FNV_PRIME 0x100000001b3ull
-
-static uint64_t
-fc_fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h = (h ^ b[i]) * FC_FNV_PRIME;
-    }
-    return h;
-}
-
-static uint64_t
-fc_fnv_int(uint64_t h, long long v)
-{
-    return fc_fnv(h, &v, sizeof(v));
-}
-
-/* Mix a str / bytes object's contents (a tag first).  0 | -1 */
-static int
-fc_fnv_obj(uint64_t *h, PyObject *o)
-{
-    if (PyUnicode_CheckExact(o)) {
-        Py_ssize_t n;
-        const char *u = PyUnicode_AsUTF8AndSize(o, &n);
-        if (u == NULL) {
-            return -1;
-        }
-        *h = fc_fnv(fc_fnv_int(*h, 1000 + n), u, (size_t)n);
-        return 0;
-    }
-    if (PyBytes_CheckExact(o)) {
-        *h = fc_fnv(fc_fnv_int(*h, 2000 + PyBytes_GET_SIZE(o)), PyBytes_AS_STRING(o),
-                    (size_t)PyBytes_GET_SIZE(o));
-        return 0;
-    }
-    return -1;
-}
-
-static int fc_fp_code(uint64_t *h, PyObject *code, int depth);
-
-/* Mix a tuple of constants.  0 | -1 */
-static int
-fc_fp_consts(uint64_t *h, PyObject *t, int depth)
-{
-    if (!PyTuple_CheckExact(t) || depth > 8) {
-        return -1;
-    }
-    *h = fc_fnv_int(*h, 3000 + PyTuple_GET_SIZE(t));
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
-        PyObject *c = PyTuple_GET_ITEM(t, i);
-        if (c == Py_None || c == Py_True || c == Py_False || c == Py_Ellipsis) {
-            *h = fc_fnv_int(*h, c == Py_None ? 1 : c == Py_True ? 2 : c == Py_False ? 3 : 4);
-        }
-        else if (PyLong_CheckExact(c)) {
-            int overflow;
-            long long v = PyLong_AsLongLongAndOverflow(c, &overflow);
-            if (overflow || (v == -1 && PyErr_Occurred())) {
-                PyErr_Clear();
-                return -1;
-            }
-            *h = fc_fnv_int(fc_fnv_int(*h, 5), v);
-        }
-        else if (PyTuple_CheckExact(c)) {
-            if (fc_fp_consts(h, c, depth + 1) < 0) {
-                return -1;
-            }
-        }
-        else if (PyCode_Check(c)) {
-            if (fc_fp_code(h, c, depth + 1) < 0) {
-                return -1;
-            }
-        }
-        else if (fc_fnv_obj(h, c) < 0) {
-            PyErr_Clear();
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Mix code attribute `name` (a bytes object or a tuple of strs).  0 | -1 */
-static int
-fc_fp_attr(uint64_t *h, PyObject *code, const char *name)
-{
-    PyObject *v = PyObject_GetAttrString(code, name);
-    int r = -1;
-    if (v != NULL && PyTuple_CheckExact(v)) {
-        *h = fc_fnv_int(*h, 4000 + PyTuple_GET_SIZE(v));
-        r = 0;
-        for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(v); i++) {
-            r = fc_fnv_obj(h, PyTuple_GET_ITEM(v, i));
-        }
-    }
-    else if (v != NULL) {
-        r = fc_fnv_obj(h, v);
-    }
-    Py_XDECREF(v);
-    PyErr_Clear();
-    return r;
-}
-
-static int
-fc_fp_code(uint64_t *h, PyObject *code, int depth)
-{
-    PyCodeObject *co = (PyCodeObject *)code;
-    *h = fc_fnv_int(*h, co->co_argcount);
-    *h = fc_fnv_int(*h, co->co_posonlyargcount);
-    *h = fc_fnv_int(*h, co->co_kwonlyargcount);
-    *h = fc_fnv_int(*h, co->co_flags);
-    /* co_code is the unspecialised bytecode on 3.11+ */
-    if (fc_fp_attr(h, code, "co_code") < 0
-#if FC_PY311_PLUS
-        || fc_fp_attr(h, code, "co_exceptiontable") < 0
-#endif
-        || fc_fp_consts(h, co->co_consts, depth) < 0
-        || fc_fp_attr(h, code, "co_names") < 0
-        || fc_fp_attr(h, code, "co_varnames") < 0
-        || fc_fp_attr(h, code, "co_freevars") < 0
-        || fc_fp_attr(h, code, "co_cellvars") < 0) {
-        return -1;
-    }
-    return 0;
-}
-
-FC_INTERNAL int
-fc_code_fingerprint(PyObject *code, uint64_t *fp)
-{
-    if (!PyCode_Check(code)) {
-        return -1;
-    }
-    uint64_t h = FC_FNV_OFFSET;
-    if (fc_fp_code(&h, code, 0) < 0) {
-        return -1;
-    }
-    *fp = h;
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* pydantic v2: BaseModel.__deepcopy__                                 */
 /* ------------------------------------------------------------------ */
 
@@ -851,35 +916,37 @@ fc_code_fingerprint(PyObject *code, uint64_t *fp)
  * fingerprints and take the Python road.
  */
 
-static const struct {
-    int minor;
-    uint64_t fp;
-} fc_pd_known[] = {
-    {11, 0xf66de9fe6f6fc9daull},      /* 2.14.4 */
+/* BaseModel.__deepcopy__ of the pydantic releases read (the text above):
+   2.14.4 */
+static const FcKnownCode fc_pd_known[] = {
+    {10, {0xa98153b9c0c9a701ull}},
+    {11, {0xf66de9fe6f6fc9daull}},
+    {12, {0x9f3945c090ab045bull}},
+    {13, {0x2aa88b4b0254ad28ull}},
 };
 
-static const char *const fc_pd_gnames[4] = {"deepcopy", "copy", "_object_setattr",
-                                            "PydanticUndefined"};
 static const char *const fc_pd_bnames[3] = {"hasattr", "type", "id"};
 
-/* pydantic.main's globals and builtins the hook reads are the verified
-   ones, deepcopy and copy still the copy module's (their code the
-   stdlib's or fastcopy's patch).  1 | 0 */
+/* pydantic.main's globals and builtins the hook reads still do what the
+   native road does: deepcopy and copy are the copy module's own functions
+   (as fastcopy found them at import), running the stdlib's code or
+   fastcopy's patch of it; _object_setattr is object.__setattr__;
+   PydanticUndefined the object first seen; the builtins the real ones.
+   1 | 0 */
 static int
 fc_pd_names_ok(FcState *st)
 {
     FcHooksState *h = &st->hooks;
-    PyObject *g = h->pd_globals, *b = h->pd_builtins;
+    PyObject *g = h->pd_globals, *b = h->pd_builtins, *fd = h->pd_g[4];
     if (PyFunction_GET_CODE(h->pd_deepcopy) != h->pd_code) {
         return 0;
     }
-    /* fastcopy's record of the stdlib's code and of its own trampolines */
-    PyObject *fd = h->pd_g[4];
     for (int k = 0; k < 2; k++) {
         PyObject *f = h->pd_g[k];
         PyObject *code = PyFunction_GET_CODE(f);
         if (code != fc_dget(fd, k == 0 ? "_STD_DEEPCOPY_CODE" : "_STD_COPY_CODE")
             && code != fc_dget(fd, k == 0 ? "_TRAMP_DEEPCOPY" : "_TRAMP_COPY")) {
+            PyErr_Clear();
             return 0;
         }
     }
@@ -888,15 +955,12 @@ fc_pd_names_ok(FcState *st)
         return 1;
     }
 #endif
-    for (int i = 0; i < 4; i++) {
-        if (fc_dget(g, fc_pd_gnames[i]) != h->pd_g[i]) {
-            return 0;
-        }
-    }
-    for (int i = 0; i < 3; i++) {
-        if (fc_dget(g, fc_pd_bnames[i]) != NULL || fc_dget(b, fc_pd_bnames[i]) != h->pd_b[i]) {
-            return 0;
-        }
+    if (fc_dget(g, "deepcopy") != h->pd_g[0] || fc_dget(g, "copy") != h->pd_g[1]
+        || fc_dget(g, "_object_setattr") != h->pd_g[2]
+        || fc_dget(g, "PydanticUndefined") != h->pd_g[3]
+        || !fc_builtins_ok(g, b, fc_pd_bnames, 3)) {
+        PyErr_Clear();
+        return 0;
     }
 #if FC_HAVE_DICT_VERSION
     h->pd_ver[0] = fc_dict_version(g);
@@ -905,7 +969,9 @@ fc_pd_names_ok(FcState *st)
     return 1;
 }
 
-/* Capture pydantic's hook the first time.  1 | 0 (not now) */
+/* Capture pydantic's hook the first time pydantic.main is loaded: the
+   function, recognised by its code's fingerprint.  1 | 0 (not now, or
+   never: pd_checked -1) */
 static int
 fc_pd_capture(FcState *st)
 {
@@ -915,14 +981,17 @@ fc_pd_capture(FcState *st)
                     ? PyDict_GetItemString(mods, "pydantic.main") : NULL;
     PyObject *fcm = mods != NULL && PyDict_Check(mods)
                     ? PyDict_GetItemString(mods, "fastcopy") : NULL;
-    if (mod == NULL || !PyModule_CheckExact(mod) || fcm == NULL || !PyModule_Check(fcm)
-        || st->copy_globals == NULL) {
+    if (mod == NULL || !PyModule_CheckExact(mod) || fcm == NULL || !PyModule_Check(fcm)) {
         return 0;
     }
-    h->pd_checked = -1;
     PyObject *g = PyModule_GetDict(mod), *fd = PyModule_GetDict(fcm);
-    PyObject *bm = fc_dget(g, "BaseModel");
-    if (bm == NULL || !PyType_Check(bm) || !PyDict_CheckExact(g)) {
+    PyObject *sd = fc_dget(fd, "_STD_DEEPCOPY"), *sc = fc_dget(fd, "_STD_COPY");
+    if (sd == NULL || sc == NULL || !PyFunction_Check(sd) || !PyFunction_Check(sc)) {
+        return 0;               /* fastcopy's package still importing */
+    }
+    h->pd_checked = -1;
+    PyObject *bm = fc_dget(g, "BaseModel"), *und = fc_dget(g, "PydanticUndefined");
+    if (bm == NULL || !PyType_Check(bm) || und == NULL || !PyDict_CheckExact(g)) {
         return 0;
     }
     PyObject *f = _PyType_Lookup((PyTypeObject *)bm, st->s_deepcopy);
@@ -930,82 +999,54 @@ fc_pd_capture(FcState *st)
         return 0;
     }
     PyFunctionObject *fn = (PyFunctionObject *)f;
-    PyObject *b = fn->func_builtins;
-    PyObject *defs = fn->func_defaults;
+    PyObject *b = fn->func_builtins, *defs = fn->func_defaults;
     if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
         || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
-        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None) {
+        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None
+        || !fc_code_known(fn->func_code, fc_pd_known, FC_NKNOWN(fc_pd_known), 0)) {
         return 0;
-    }
-    uint64_t fp;
-    if (fc_code_fingerprint(fn->func_code, &fp) < 0) {
-        return 0;
-    }
-    int known = 0;
-    for (size_t i = 0; i < sizeof(fc_pd_known) / sizeof(fc_pd_known[0]); i++) {
-        if (fc_pd_known[i].minor == PY_MINOR_VERSION && fc_pd_known[i].fp == fp) {
-            known = 1;
-        }
-    }
-    PyObject *gv[4], *bv[3];
-    for (int i = 0; i < 4; i++) {
-        gv[i] = fc_dget(g, fc_pd_gnames[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        bv[i] = fc_dget(b, fc_pd_bnames[i]);
     }
     PyObject *s_setattr = PyUnicode_InternFromString("__setattr__");
     PyObject *real = s_setattr != NULL ? _PyType_Lookup(&PyBaseObject_Type, s_setattr) : NULL;
     Py_XDECREF(s_setattr);
-    PyErr_Clear();
-    if (!known || gv[0] == NULL || gv[0] != fc_dget(st->copy_globals, "deepcopy")
-        || gv[1] == NULL || gv[1] != fc_dget(st->copy_globals, "copy")
-        || !PyFunction_Check(gv[0]) || !PyFunction_Check(gv[1])
-        || real == NULL || gv[2] != real || gv[3] == NULL
-        || bv[0] == NULL || !fc_is_builtin_named(bv[0], "hasattr")
-        || bv[1] != (PyObject *)&PyType_Type
-        || bv[2] == NULL || !fc_is_builtin_named(bv[2], "id")) {
-        return 0;
-    }
     static const char *const slots[FC_PD_NSLOTS] = {
         "__pydantic_extra__", "__pydantic_fields_set__", "__pydantic_private__"
     };
     for (int i = 0; i < FC_PD_NSLOTS; i++) {
         if (h->s_pd[i] == NULL && (h->s_pd[i] = PyUnicode_InternFromString(slots[i])) == NULL) {
-            PyErr_Clear();
-            return 0;
+            real = NULL;
         }
+    }
+    if (real == NULL) {
+        PyErr_Clear();
+        h->pd_checked = 0;
+        return 0;
     }
     h->pd_deepcopy = Py_NewRef(f);
     h->pd_code = Py_NewRef(fn->func_code);
     h->pd_globals = Py_NewRef(g);
     h->pd_builtins = Py_NewRef(b);
-    for (int i = 0; i < 4; i++) {
-        h->pd_g[i] = Py_NewRef(gv[i]);
-    }
+    h->pd_g[0] = Py_NewRef(sd);
+    h->pd_g[1] = Py_NewRef(sc);
+    h->pd_g[2] = Py_NewRef(real);
+    h->pd_g[3] = Py_NewRef(und);
     h->pd_g[4] = Py_NewRef(fd);
-    for (int i = 0; i < 3; i++) {
-        h->pd_b[i] = Py_NewRef(bv[i]);
-    }
     h->pd_ver[0] = h->pd_ver[1] = 0;
     h->pd_checked = 1;
-    if (!fc_pd_names_ok(st)) {
-        h->pd_checked = -1;
-        return 0;
-    }
     return 1;
+}
+
+static int
+fc_pd_captured(FcState *st)
+{
+    int c = st->hooks.pd_checked;
+    return c > 0 || (c == 0 && fc_pd_capture(st));
 }
 
 FC_INTERNAL int
 fc_pd_ok(FcState *st)
 {
-    FcHooksState *h = &st->hooks;
-    if (h->pd_checked <= 0) {
-        if (h->pd_checked < 0 || !fc_pd_capture(st)) {
-            return 0;
-        }
-    }
-    return fc_pd_names_ok(st);
+    return fc_pd_captured(st) && fc_pd_names_ok(st);
 }
 
 FC_INTERNAL int
@@ -1017,7 +1058,8 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
     return 0;
 #else
     PyObject *dc = _PyType_Lookup(tp, st->s_deepcopy);
-    if (dc == NULL || !PyFunction_Check(dc) || !fc_pd_ok(st) || dc != st->hooks.pd_deepcopy) {
+    if (dc == NULL || !PyFunction_Check(dc) || !fc_pd_captured(st)
+        || dc != st->hooks.pd_deepcopy) {
         return 0;
     }
     /* getattr(x, name): object's __getattribute__ (pydantic's __getattr__
@@ -1083,10 +1125,11 @@ fc_plan_statehook(FcState *st, PyTypeObject *tp)
         return 0;
     }
     FcHooksState *h = &st->hooks;
-    if (fc_dc_ok(st) && gs == h->dc_getstate && ss == h->dc_setstate) {
+    if (fc_dc_captured(st) && gs == h->dc_getstate && ss == h->dc_setstate) {
         return FH_DATACLASS;
     }
-    if (fc_at_ok(st) && fc_at_cell(h, gs, 0, 0) != NULL && fc_at_cell(h, ss, 1, 0) != NULL) {
+    if (fc_at_captured(st) && fc_at_cell(h, gs, 0, 0) != NULL
+        && fc_at_cell(h, ss, 1, 0) != NULL) {
         return FH_ATTRS;
     }
     return 0;
@@ -1122,9 +1165,6 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     Py_VISIT(h->dc_d_ftype);
     Py_VISIT(h->dc_globals);
     Py_VISIT(h->dc_builtins);
-    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
-        Py_VISIT(h->dc_b[i]);
-    }
     for (int i = 0; i < 2; i++) {
         Py_VISIT(h->at_code[i]);
     }
@@ -1132,18 +1172,12 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     Py_VISIT(h->at_builtins);
     Py_VISIT(h->at_objsetattr);
     Py_VISIT(h->at_hashfield);
-    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
-        Py_VISIT(h->at_b[i]);
-    }
     Py_VISIT(h->pd_deepcopy);
     Py_VISIT(h->pd_code);
     Py_VISIT(h->pd_globals);
     Py_VISIT(h->pd_builtins);
     for (int i = 0; i < 5; i++) {
         Py_VISIT(h->pd_g[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        Py_VISIT(h->pd_b[i]);
     }
     return 0;
 }
@@ -1163,9 +1197,6 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->dc_d_ftype);
     Py_CLEAR(h->dc_globals);
     Py_CLEAR(h->dc_builtins);
-    for (int i = 0; i < FC_DC_NBUILTINS; i++) {
-        Py_CLEAR(h->dc_b[i]);
-    }
     Py_CLEAR(h->s_dc_fields);
     h->dc_checked = 0;
     for (int i = 0; i < 2; i++) {
@@ -1175,9 +1206,6 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->at_builtins);
     Py_CLEAR(h->at_objsetattr);
     Py_CLEAR(h->at_hashfield);
-    for (int i = 0; i < FC_AT_NBUILTINS; i++) {
-        Py_CLEAR(h->at_b[i]);
-    }
     h->at_checked = 0;
     Py_CLEAR(h->pd_deepcopy);
     Py_CLEAR(h->pd_code);
@@ -1185,9 +1213,6 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->pd_builtins);
     for (int i = 0; i < 5; i++) {
         Py_CLEAR(h->pd_g[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        Py_CLEAR(h->pd_b[i]);
     }
     for (int i = 0; i < FC_PD_NSLOTS; i++) {
         Py_CLEAR(h->s_pd[i]);

@@ -27,8 +27,9 @@ typedef struct {
     /* dataclasses' _dataclass_getstate / _dataclass_setstate, the state
        hooks of frozen slotted dataclasses, and fields(), which they call */
     int dc_checked;                /* 0 not yet, 1 verified, -1 not available */
-    PyObject *dc_getstate, *dc_setstate, *dc_fields;     /* functions, strong */
-    PyObject *dc_code[3];          /* their code objects when verified */
+    PyObject *dc_getstate, *dc_setstate;    /* functions, strong */
+    PyObject *dc_fields;           /* the fields() verified last, or NULL */
+    PyObject *dc_code[3];          /* the three's code objects when verified */
     PyObject *dc_marker;           /* dataclasses._FIELD */
     PyTypeObject *dc_field_type;   /* dataclasses.Field, strong */
     unsigned int dc_field_tag;     /* its type tag when its slots were read */
@@ -36,7 +37,6 @@ typedef struct {
                                                member descriptors, strong */
     PyObject *dc_globals, *dc_builtins;     /* the functions' dicts, strong */
     uint64_t dc_ver[2];            /* their version tags when last checked */
-    PyObject *dc_b[FC_DC_NBUILTINS];        /* the builtins as verified */
     PyObject *s_dc_fields;         /* "__dataclass_fields__" */
 
     /* attrs' slots_getstate / slots_setstate (attr._make), one code object
@@ -49,7 +49,6 @@ typedef struct {
     uint64_t at_ver[2];
     PyObject *at_objsetattr;       /* object.__setattr__, as _OBJ_SETATTR */
     PyObject *at_hashfield;        /* _HASH_CACHE_FIELD as verified */
-    PyObject *at_b[FC_AT_NBUILTINS];
 
     /* pydantic v2's BaseModel.__deepcopy__, a released variant whose code
        fingerprint is known (hooks.c) */
@@ -58,10 +57,9 @@ typedef struct {
     PyObject *pd_code;             /* its code when verified */
     PyObject *pd_globals, *pd_builtins;     /* pydantic.main's dicts, strong */
     uint64_t pd_ver[2];
-    PyObject *pd_g[5];             /* deepcopy, copy, _object_setattr,
-                                      PydanticUndefined as verified, and
-                                      fastcopy's module dict */
-    PyObject *pd_b[3];             /* hasattr, type, id */
+    PyObject *pd_g[5];             /* what its globals deepcopy, copy,
+                                      _object_setattr, PydanticUndefined
+                                      must be, and fastcopy's module dict */
     PyObject *s_pd[FC_PD_NSLOTS];  /* "__pydantic_extra__", ... */
 } FcHooksState;
 
