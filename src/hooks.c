@@ -937,16 +937,13 @@ static int
 fc_pd_names_ok(FcState *st)
 {
     FcHooksState *h = &st->hooks;
-    PyObject *g = h->pd_globals, *b = h->pd_builtins, *fd = h->pd_g[4];
+    PyObject *g = h->pd_globals, *b = h->pd_builtins;
     if (PyFunction_GET_CODE(h->pd_deepcopy) != h->pd_code) {
         return 0;
     }
     for (int k = 0; k < 2; k++) {
-        PyObject *f = h->pd_g[k];
-        PyObject *code = PyFunction_GET_CODE(f);
-        if (code != fc_dget(fd, k == 0 ? "_STD_DEEPCOPY_CODE" : "_STD_COPY_CODE")
-            && code != fc_dget(fd, k == 0 ? "_TRAMP_DEEPCOPY" : "_TRAMP_COPY")) {
-            PyErr_Clear();
+        PyObject *code = PyFunction_GET_CODE(h->pd_g[k]);
+        if (code != h->pd_codes[2 * k] && code != h->pd_codes[2 * k + 1]) {
             return 0;
         }
     }
@@ -986,7 +983,10 @@ fc_pd_capture(FcState *st)
     }
     PyObject *g = PyModule_GetDict(mod), *fd = PyModule_GetDict(fcm);
     PyObject *sd = fc_dget(fd, "_STD_DEEPCOPY"), *sc = fc_dget(fd, "_STD_COPY");
-    if (sd == NULL || sc == NULL || !PyFunction_Check(sd) || !PyFunction_Check(sc)) {
+    PyObject *codes[4] = {fc_dget(fd, "_STD_DEEPCOPY_CODE"), fc_dget(fd, "_TRAMP_DEEPCOPY"),
+                          fc_dget(fd, "_STD_COPY_CODE"), fc_dget(fd, "_TRAMP_COPY")};
+    if (sd == NULL || sc == NULL || !PyFunction_Check(sd) || !PyFunction_Check(sc)
+        || codes[0] == NULL || codes[1] == NULL || codes[2] == NULL || codes[3] == NULL) {
         return 0;               /* fastcopy's package still importing */
     }
     h->pd_checked = -1;
@@ -1031,6 +1031,9 @@ fc_pd_capture(FcState *st)
     h->pd_g[2] = Py_NewRef(real);
     h->pd_g[3] = Py_NewRef(und);
     h->pd_g[4] = Py_NewRef(fd);
+    for (int i = 0; i < 4; i++) {
+        h->pd_codes[i] = Py_NewRef(codes[i]);
+    }
     h->pd_ver[0] = h->pd_ver[1] = 0;
     h->pd_checked = 1;
     return 1;
@@ -1179,6 +1182,9 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     for (int i = 0; i < 5; i++) {
         Py_VISIT(h->pd_g[i]);
     }
+    for (int i = 0; i < 4; i++) {
+        Py_VISIT(h->pd_codes[i]);
+    }
     return 0;
 }
 
@@ -1213,6 +1219,9 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->pd_builtins);
     for (int i = 0; i < 5; i++) {
         Py_CLEAR(h->pd_g[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        Py_CLEAR(h->pd_codes[i]);
     }
     for (int i = 0; i < FC_PD_NSLOTS; i++) {
         Py_CLEAR(h->s_pd[i]);

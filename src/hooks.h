@@ -60,6 +60,8 @@ typedef struct {
     PyObject *pd_g[5];             /* what its globals deepcopy, copy,
                                       _object_setattr, PydanticUndefined
                                       must be, and fastcopy's module dict */
+    PyObject *pd_codes[4];         /* the code deepcopy/copy may run: the
+                                      stdlib's, fastcopy's trampolines */
     PyObject *s_pd[FC_PD_NSLOTS];  /* "__pydantic_extra__", ... */
 } FcHooksState;
 

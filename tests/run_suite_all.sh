@@ -19,6 +19,9 @@ for py in "$root"/versions/*/bin/python; do
     echo "=== suite on Python $ver"
     "$py" -c 'import pytest' 2>/dev/null || "$py" -m pip install -q pytest \
         || { echo "!!! $ver: no pytest"; fails=$((fails + 1)); continue; }
+    # the libraries with native hook roads (src/hooks.c), at the releases .ci/run pins
+    "$py" -m pip install -q "attrs==26.1.0" "pydantic==2.14.4" >/dev/null 2>&1 \
+        || echo "($ver: attrs/pydantic not installed: their tests skip)"
     if ! "$py" -c 'import fastcopy._fastcopy' 2>/dev/null; then
         "$py" setup.py -q build_ext --inplace --build-temp "build/temp-$ver" >/dev/null 2>&1 \
             || { echo "!!! $ver: build failed"; fails=$((fails + 1)); continue; }
