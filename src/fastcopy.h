@@ -512,12 +512,9 @@ typedef struct {
     PyObject **mkeys;             /* per entry synced into the mirror: its key
                                      there (an int, strong; NULL: none) */
     Py_ssize_t capmkeys;
-    Py_ssize_t stale;             /* entries [0, stale): a hook may have
-                                     replaced their value in the mirror */
-    Py_ssize_t mir_len;           /* len(mirror) after our last write ... */
-    Py_ssize_t mir_keep_len;      /* ... len(mirror_keep) then ... */
-    PyObject *mir_last;           /* ... and its last key (borrowed: held by
-                                     mkeys or mirror_id) */
+    Py_ssize_t scanned;           /* mirror entries compared by absorb steps */
+    Py_ssize_t mir_len;           /* len(mirror) after our last write, and */
+    Py_ssize_t mir_keep_len;      /*   len(mirror_keep) then */
     PyObject *mirror_id;          /* its key id(mirror), strong, or NULL */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];

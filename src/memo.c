@@ -141,9 +141,8 @@ fc_memo_init(FcMemo *m)
     m->dict_truth = 0;
     m->mkeys = NULL;
     m->capmkeys = 0;
-    m->stale = 0;
+    m->scanned = 0;
     m->mir_len = m->mir_keep_len = 0;
-    m->mir_last = NULL;
     m->mirror_id = NULL;
 }
 
@@ -164,8 +163,7 @@ fc_memo_clear(FcMemo *m)
         m->mir_n = m->mir_keep = 0;
         m->mir_ver = 0;
         m->dict_truth = 0;
-        m->stale = m->mir_len = m->mir_keep_len = 0;
-        m->mir_last = NULL;
+        m->scanned = m->mir_len = m->mir_keep_len = 0;
         return;
     }
     if (m->mkeys != NULL) {
@@ -251,8 +249,6 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     return 0;
 }
 
-FC_NOINLINE PyObject *fc_memo_recheck(FcMemo *m, Py_ssize_t pos);
-
 /* borrowed copy | NULL (missing; never an error).  A miss is remembered:
    the walker usually looks the same object up again when it enters it,
    and then stores its copy (fc_memo_missed, fc_memo_set). */
@@ -262,9 +258,6 @@ fc_memo_get(FcMemo *m, PyObject *key)
     if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
-                if (FC_UNLIKELY(i < m->stale)) {
-                    return fc_memo_recheck(m, i);
-                }
                 return m->entries[i].value;
             }
         }
@@ -281,9 +274,6 @@ fc_memo_get(FcMemo *m, PyObject *key)
             return NULL;
         }
         if (m->entries[e - 1].key == key) {
-            if (FC_UNLIKELY(e - 1 < m->stale)) {
-                return fc_memo_recheck(m, e - 1);
-            }
             return m->entries[e - 1].value;
         }
         j = (j + 1) & mask;
@@ -1002,7 +992,6 @@ fc_mirror_set(FcMemo *m, PyObject *k, PyObject *v)
         return -1;
     }
     if (PyDict_GET_SIZE(d) != n0) {
-        m->mir_last = k;
         m->mir_len = PyDict_GET_SIZE(d);
     }
 #if FC_HAVE_DICT_VERSION
@@ -1028,7 +1017,6 @@ fc_memo_sync(FcMemo *m)
             return -1;
         }
         m->mir_len = 0;
-        m->mir_last = NULL;
     }
     if (fc_mkeys_room(m, m->n) < 0) {
         return -1;
@@ -1096,10 +1084,10 @@ fc_memo_sync(FcMemo *m)
  * version tag moved, the call takes the hook's changes back into the
  * native table where it can prove what they were (fc_memo_absorb):
  *
- *   - nothing before our last write was removed or moved: the mirror had
- *     no hole then (we only ever append to it, and this step refuses
- *     holes), its last key then is still found at its place, and len()
- *     adds up with the entries after it, one per place;
+ *   - the entries from before are all there, in order, each with its
+ *     value (compared one by one with the table: a hook may have replaced
+ *     a value in place, which nothing else shows), and len() adds up with
+ *     the entries after them;
  *   - every entry after it is an addition whose key is id(o) for an object
  *     o that is alive and can be named: the object whose hook it is, or an
  *     original the hook appended to the keep-alive list (the stdlib's
@@ -1110,27 +1098,17 @@ fc_memo_sync(FcMemo *m)
  *   - a keep-alive list the hook created under id(memo) becomes the
  *     mirror's; one that is no longer under id(memo) refuses the step.
  *
- * A value the hook replaced in place cannot be seen from the outside (the
- * version tag moves for every write, and comparing every entry would make
- * a memo shown to n hooks cost O(n^2)).  So the entries from before are
- * marked stale: a lookup that hits one reads its value from the mirror
- * (fc_memo_recheck), and a store to one writes through (fc_memo_replace).
- * Anything else -- a key that is no such id, a deletion, a mapping kept --
- * leaves the dict as the memo, as before.
+ * Comparing the entries from before costs one step per entry, and a memo
+ * shown to n hooks could make that O(n^2): a call compares at most
+ * 4 entries per entry of its table (plus 8192) in all, and past that the
+ * dict stays the memo.  (A lazier scheme, which marked the old entries and
+ * checked a hit on one against the dict, cost every memo hit a compare
+ * and slowed the walker's inlined loops.)  A store to an entry the mirror
+ * already holds writes through (fc_memo_replace): a hook may store one
+ * copy and return another.  Anything else -- a key that is no such id, a
+ * deletion, a replaced value, a mapping kept -- leaves the dict as the
+ * memo, as before.
  */
-
-/* A hit on stale entry pos: the value the mirror holds (a hook may have
-   replaced it), NULL if a hook removed the key.  Runs no code. */
-FC_NOINLINE PyObject *
-fc_memo_recheck(FcMemo *m, Py_ssize_t pos)
-{
-    PyObject *k = m->mkeys != NULL && pos < m->mir_n ? m->mkeys[pos] : NULL;
-    if (k == NULL || m->mirror == NULL) {
-        return m->entries[pos].value;
-    }
-    /* an exact int key in an exact dict: no user code, no error */
-    return PyDict_GetItemWithError(m->mirror, k);
-}
 
 /* memo[id(key)] = value for the key of entry pos.  0 | -1+exc */
 static int
@@ -1151,17 +1129,37 @@ fc_ptr_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The key of d's first entry at place pos or after, if it is at pos
-   itself; else NULL.  Only compared, never used.  borrowed | NULL */
-static PyObject *
-fc_dict_key_at(PyObject *d, Py_ssize_t pos)
+/* The mirror still holds the L0 entries of our last write, in order, each
+   with its key and value (the keep-alive list at its place): what a hook
+   may have replaced or deleted.  *pos: the place after the last of them.
+   Runs no code.  1 | 0 */
+static int
+fc_mirror_intact(FcMemo *m, Py_ssize_t L0, Py_ssize_t *pos)
 {
-    PyObject *k;
-    Py_ssize_t p = pos;
-    if (!PyDict_Next(d, &p, &k, NULL) || p != pos + 1) {
-        return NULL;
+    PyObject *d = m->mirror, *k, *v;
+    Py_ssize_t i = 0, p = 0;
+    int keep_done = m->mirror_keep == NULL;
+    for (Py_ssize_t j = 0; j < L0; j++) {
+        if (!PyDict_Next(d, &p, &k, &v)) {
+            return 0;
+        }
+        if (!keep_done && i == m->keep_pos) {
+            if (k != m->mirror_id || v != m->mirror_keep) {
+                return 0;
+            }
+            keep_done = 1;
+            continue;
+        }
+        while (i < m->mir_n && m->mkeys[i] == NULL) {
+            i++;                        /* dropped entries: not in the mirror */
+        }
+        if (i >= m->mir_n || k != m->mkeys[i] || v != m->entries[i].value) {
+            return 0;
+        }
+        i++;
     }
-    return k;
+    *pos = p;
+    return 1;
 }
 
 /* Has d an entry at place pos or after?  1 | 0 */
@@ -1187,11 +1185,17 @@ static int
 fc_memo_absorb(FcMemo *m, PyObject *shown)
 {
     PyObject *d = m->mirror, *k, *v;
-    Py_ssize_t L0 = m->mir_len, len = PyDict_GET_SIZE(d), pos;
+    Py_ssize_t L0 = m->mir_len, len = PyDict_GET_SIZE(d);
     if (m->dict_truth || len < L0 || m->mir_n != m->n || m->nghost != 0) {
         return 0;
     }
-    if (L0 > 0 && fc_dict_key_at(d, L0 - 1) != m->mir_last) {
+    /* O(L0): bounded over the call (the essay above) */
+    if (m->scanned + L0 > 4 * m->n + 8192) {
+        return 0;
+    }
+    m->scanned += L0;
+    Py_ssize_t pos = 0;
+    if (!fc_mirror_intact(m, L0, &pos)) {
         return 0;
     }
     if (m->mirror_keep != NULL
@@ -1212,9 +1216,8 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
     /* first the places and keys (and a keep-alive list the hook made,
        whose items name the objects of the entries before it too) */
     unsigned long long did = (unsigned long long)(uintptr_t)d;
-    pos = L0;
     for (Py_ssize_t j = 0; j < a; j++) {
-        if (!PyDict_Next(d, &pos, &k, &v) || pos != L0 + j + 1 || !PyLong_CheckExact(k)) {
+        if (!PyDict_Next(d, &pos, &k, &v) || !PyLong_CheckExact(k)) {
             goto done;
         }
         unsigned long long id = PyLong_AsUnsignedLongLong(k);
@@ -1235,7 +1238,7 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
         }
     }
     if (fc_dict_any_from(d, pos)) {
-        goto done;          /* more after them: a hole before */
+        goto done;          /* more after them: len() did not add up */
     }
     /* then the object each key is the id of */
     for (Py_ssize_t j = 0; j < a; j++) {
@@ -1287,7 +1290,6 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
     if (fc_mkeys_room(m, m->n + a) < 0 || fc_dict_version(d) != ver) {
         goto done;          /* (or changed by a finalizer meanwhile) */
     }
-    Py_ssize_t n0 = m->n;
     m->miss = NULL;
     for (Py_ssize_t j = 0; j < a; j++) {
         if (j == adopt) {
@@ -1306,12 +1308,8 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
         m->mkeys[m->n - 1] = Py_NewRef(add[j].key);
         m->mir_n = m->n;
     }
-    m->stale = n0;
     m->mir_n = m->n;
     m->mir_len = len;
-    if (a > 0) {
-        m->mir_last = adopt == a - 1 ? m->mirror_id : m->mkeys[m->n - 1];
-    }
     if (m->mirror_keep != NULL) {
         m->mir_keep_len = PyList_GET_SIZE(m->mirror_keep);
     }
