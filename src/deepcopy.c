@@ -1666,8 +1666,10 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
     if (state == NULL) {
         return NULL;
     }
-    /* the state list is ours, kept alive by the memo like the copies */
-    PyObject *y = fc_untrack(c, state) < 0 ? NULL : tp->tp_new(tp, c->st->empty_tuple, NULL);
+    /* a state of our own making (not a live __dict__) is kept alive by the
+       memo like the copies, and hidden from the collector as they are */
+    PyObject *y = Py_REFCNT(state) == 1 && fc_untrack(c, state) < 0
+                  ? NULL : tp->tp_new(tp, c->st->empty_tuple, NULL);
     if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
         Py_XDECREF(y);
         Py_DECREF(state);

@@ -267,6 +267,15 @@ fc_builtin_ok(PyObject *v, const char *name)
     if (strcmp(name, "TypeError") == 0) {
         return v == PyExc_TypeError;
     }
+    if (strcmp(name, "AttributeError") == 0) {
+        return v == PyExc_AttributeError;
+    }
+    if (strcmp(name, "super") == 0) {
+        return v == (PyObject *)&PySuper_Type;
+    }
+    if (strcmp(name, "dict") == 0) {
+        return v == (PyObject *)&PyDict_Type;
+    }
     return fc_is_builtin_named(v, name);
 }
 
@@ -1020,6 +1029,21 @@ fc_pd_capture(FcState *st)
     if (real == NULL) {
         PyErr_Clear();
         h->pd_checked = 0;
+    Py_CLEAR(h->sk_getstate);
+    Py_CLEAR(h->sk_setstate);
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(h->sk_code[i]);
+    }
+    Py_CLEAR(h->sk_base);
+    Py_CLEAR(h->sk_globals);
+    Py_CLEAR(h->sk_builtins);
+    Py_CLEAR(h->s_sk_version);
+    Py_CLEAR(h->s_sk_key);
+    Py_CLEAR(h->s_sk_prefix);
+    Py_CLEAR(h->s_module);
+    Py_CLEAR(h->s_slots);
+    Py_CLEAR(h->s_slotnames);
+    h->sk_checked = 0;
         return 0;
     }
     h->pd_deepcopy = Py_NewRef(f);
@@ -1096,6 +1120,290 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
 }
 
 /* ------------------------------------------------------------------ */
+/* scikit-learn: BaseEstimator.__getstate__ / __setstate__             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * scikit-learn 1.9.1 (sklearn/base.py), the steps the native road takes:
+ *     def __getstate__(self):
+ *         if getattr(self, "__slots__", None): raise TypeError(...)
+ *         try:
+ *             state = super().__getstate__()     # object's: the __dict__
+ *             if state is None:                  # itself, None when empty
+ *                 state = self.__dict__.copy()
+ *         except AttributeError:                 # 3.10: no object.__getstate__
+ *             state = self.__dict__.copy()
+ *         if type(self).__module__.startswith("sklearn."):
+ *             return dict(state.items(), _sklearn_version=__version__)
+ *         else:
+ *             return state
+ *     def __setstate__(self, state):
+ *         if type(self).__module__.startswith("sklearn."):
+ *             pickle_version = state.pop("_sklearn_version", "pre-0.18")
+ *             if pickle_version != __version__: warnings.warn(...)
+ *         try:
+ *             super().__setstate__(state)        # none after BaseEstimator
+ *         except AttributeError:
+ *             self.__dict__.update(state)
+ * Which of the two module cases a class is, is known when its plan is made
+ * (its __module__, an exact str in its own dict: the plan goes with any
+ * change of the class).  A state whose version differs (the hook warns),
+ * or whose keys are not all strs, is handed to the Python hook.
+ */
+
+static const FcKnownCode fc_sk_known[] = {
+    {11, {0xd0ce15872fd071cfull, 0x1e2e58078da93b94ull}},    /* 1.9.1 */
+};
+
+static const char *const fc_sk_bnames[5] = {"getattr", "super", "AttributeError", "type",
+                                            "dict"};
+
+static int
+fc_sk_capture(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *mods = PySys_GetObject("modules");     /* borrowed */
+    PyObject *mod = mods != NULL && PyDict_Check(mods)
+                    ? PyDict_GetItemString(mods, "sklearn.base") : NULL;
+    if (mod == NULL || !PyModule_CheckExact(mod)) {
+        return 0;
+    }
+    h->sk_checked = -1;
+    PyObject *g = PyModule_GetDict(mod), *be = fc_dget(g, "BaseEstimator");
+    if (be == NULL || !PyType_Check(be) || !PyDict_CheckExact(g)) {
+        return 0;
+    }
+    PyObject *f[2] = {_PyType_Lookup((PyTypeObject *)be, st->s_getstate),
+                      _PyType_Lookup((PyTypeObject *)be, st->s_setstate)};
+    PyObject *b = NULL;
+    for (int k = 0; k < 2; k++) {
+        if (f[k] == NULL || !PyFunction_Check(f[k])) {
+            return 0;
+        }
+        PyFunctionObject *fn = (PyFunctionObject *)f[k];
+        /* super()'s __class__ cell: BaseEstimator */
+        PyObject *cl = fn->func_closure;
+        if (fn->func_globals != g || (b != NULL && fn->func_builtins != b)
+            || cl == NULL || !PyTuple_Check(cl) || PyTuple_GET_SIZE(cl) != 1
+            || !PyCell_Check(PyTuple_GET_ITEM(cl, 0))
+            || PyCell_GET(PyTuple_GET_ITEM(cl, 0)) != be
+            || !fc_code_known(fn->func_code, fc_sk_known, FC_NKNOWN(fc_sk_known), k)) {
+            return 0;
+        }
+        b = fn->func_builtins;
+    }
+    if (b == NULL || !PyDict_CheckExact(b)) {
+        return 0;
+    }
+    if ((h->s_sk_version == NULL
+         && (h->s_sk_version = PyUnicode_InternFromString("__version__")) == NULL)
+        || (h->s_sk_key == NULL
+            && (h->s_sk_key = PyUnicode_InternFromString("_sklearn_version")) == NULL)
+        || (h->s_slots == NULL && (h->s_slots = PyUnicode_InternFromString("__slots__")) == NULL)
+        || (h->s_slotnames == NULL
+            && (h->s_slotnames = PyUnicode_InternFromString("__slotnames__")) == NULL)
+        || (h->s_sk_prefix == NULL
+            && (h->s_sk_prefix = PyUnicode_InternFromString("sklearn.")) == NULL)
+        || (h->s_module == NULL
+            && (h->s_module = PyUnicode_InternFromString("__module__")) == NULL)) {
+        PyErr_Clear();
+        h->sk_checked = 0;
+        return 0;
+    }
+    h->sk_getstate = Py_NewRef(f[0]);
+    h->sk_setstate = Py_NewRef(f[1]);
+    for (int k = 0; k < 2; k++) {
+        h->sk_code[k] = Py_NewRef(PyFunction_GET_CODE(f[k]));
+    }
+    h->sk_base = Py_NewRef(be);
+    h->sk_globals = Py_NewRef(g);
+    h->sk_builtins = Py_NewRef(b);
+    h->sk_ver[0] = h->sk_ver[1] = 0;
+    h->sk_checked = 1;
+    return 1;
+}
+
+static int
+fc_sk_captured(FcState *st)
+{
+    int c = st->hooks.sk_checked;
+    return c > 0 || (c == 0 && fc_sk_capture(st));
+}
+
+/* The hooks' code unchanged, the builtins they call the real ones, and
+   sklearn.base's __version__ an exact str: borrowed | NULL (not now) */
+static PyObject *
+fc_sk_version(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    if (!fc_sk_captured(st) || PyFunction_GET_CODE(h->sk_getstate) != h->sk_code[0]
+        || PyFunction_GET_CODE(h->sk_setstate) != h->sk_code[1]) {
+        return NULL;
+    }
+    PyObject *g = h->sk_globals, *b = h->sk_builtins;
+#if FC_HAVE_DICT_VERSION
+    int same = fc_dict_version(g) == h->sk_ver[0] && fc_dict_version(b) == h->sk_ver[1];
+#else
+    int same = 0;
+#endif
+    if (!same && !fc_builtins_ok(g, b, fc_sk_bnames, 5)) {
+        PyErr_Clear();
+        return NULL;
+    }
+#if FC_HAVE_DICT_VERSION
+    h->sk_ver[0] = fc_dict_version(g);
+    h->sk_ver[1] = fc_dict_version(b);
+#endif
+    PyObject *v = PyDict_GetItemWithError(g, h->s_sk_version);
+    if (v == NULL || !PyUnicode_CheckExact(v)) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return v;
+}
+
+/* FH_SKLEARN / FH_SKLEARN_OTHER for tp, whose hooks are BaseEstimator's;
+   0 if another class of its MRO after BaseEstimator has a state hook, if
+   it has __slots__ or slot names, or if its __module__ is no exact str.
+   Asks copyreg._slotnames once, as object.__getstate__ would on 3.11+.
+   FH_* | 0 | -1+exc */
+static int
+fc_plan_sklearn(FcState *st, PyTypeObject *tp)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *mro = tp->tp_mro;
+    if (mro == NULL || !PyTuple_Check(mro) || _PyType_Lookup(tp, h->s_slots) != NULL) {
+        return 0;
+    }
+    int after = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *k = PyTuple_GET_ITEM(mro, i);
+        if (k == h->sk_base) {
+            after = 1;
+            continue;
+        }
+        if (!after || k == (PyObject *)&PyBaseObject_Type || !PyType_Check(k)) {
+            continue;
+        }
+        PyObject *kd = ((PyTypeObject *)k)->tp_dict;
+        if (kd == NULL || PyDict_GetItemWithError(kd, st->s_getstate) != NULL
+            || PyDict_GetItemWithError(kd, st->s_setstate) != NULL) {
+            PyErr_Clear();
+            return 0;           /* super() would find a mixin's hook */
+        }
+    }
+    if (!after) {
+        return 0;
+    }
+    PyObject *mod = PyDict_GetItemWithError(tp->tp_dict, h->s_module);
+    if (mod == NULL || !PyUnicode_CheckExact(mod)) {
+        PyErr_Clear();
+        return 0;
+    }
+#if FC_PY311_PLUS
+    /* object.__getstate__ reads the slot names (copyreg._slotnames caches
+       them on the class the first time) */
+    PyObject *names = PyDict_GetItemWithError(tp->tp_dict, h->s_slotnames);
+    if (names == NULL) {
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        names = PyObject_CallOneArg(st->copyreg_slotnames, (PyObject *)tp);
+        if (names == NULL) {
+            return -1;
+        }
+        int empty = PyList_CheckExact(names) && PyList_GET_SIZE(names) == 0;
+        Py_DECREF(names);
+        if (!empty) {
+            return 0;
+        }
+    }
+    else if (!PyList_CheckExact(names) || PyList_GET_SIZE(names) != 0) {
+        return 0;
+    }
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(mod);
+    int sk = n >= 8 && PyUnicode_Tailmatch(mod, h->s_sk_prefix, 0, n, -1) == 1;
+    return sk ? FH_SKLEARN : FH_SKLEARN_OTHER;
+}
+
+static PyObject *
+fc_sk_getstate(FcState *st, int hook, PyObject *x)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *ver = fc_sk_version(st);
+    if (ver == NULL) {
+        return NULL;
+    }
+    PyObject *d = PyObject_GenericGetDict(x, NULL);
+    if (d == NULL) {
+        return NULL;
+    }
+    /* getattr(self, "__slots__", None) and the reduce's getattr(self,
+       "__getstate__") would find an instance attribute of that name */
+    PyObject *own = !PyDict_CheckExact(d) ? d
+                    : PyDict_GetItemWithError(d, h->s_slots) != NULL ? d
+                    : PyDict_GetItemWithError(d, st->s_getstate);
+    if (own != NULL || PyErr_Occurred()) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    PyObject *state = d;
+#if FC_PY311_PLUS
+    if (PyDict_GET_SIZE(d) == 0) {
+        state = fc_dict_copy(d);     /* super().__getstate__() is None */
+        Py_DECREF(d);
+    }
+#else
+    state = fc_dict_copy(d);         /* no object.__getstate__: AttributeError */
+    Py_DECREF(d);
+#endif
+    if (state == NULL || hook != FH_SKLEARN) {
+        return state;
+    }
+    /* dict(state.items(), _sklearn_version=__version__) */
+    PyObject *out = fc_dict_copy(state);
+    Py_DECREF(state);
+    if (out != NULL && PyDict_SetItem(out, h->s_sk_key, ver) < 0) {
+        Py_CLEAR(out);
+    }
+    return out;
+}
+
+static int
+fc_sk_setstate(FcState *st, int hook, PyObject *y, PyObject *state)
+{
+    FcHooksState *h = &st->hooks;
+    PyObject *ver = fc_sk_version(st), *k;
+    if (ver == NULL || !PyDict_CheckExact(state)) {
+        return 0;
+    }
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(state, &pos, &k, NULL)) {
+        if (!PyUnicode_CheckExact(k)) {
+            return 0;           /* update() would hash it: user code */
+        }
+    }
+    if (hook == FH_SKLEARN) {
+        PyObject *pv = PyDict_GetItemWithError(state, h->s_sk_key);
+        if (pv == NULL || !PyUnicode_CheckExact(pv) || PyUnicode_Compare(pv, ver) != 0) {
+            PyErr_Clear();
+            return 0;           /* the hook warns: its own road */
+        }
+        if (PyDict_DelItem(state, h->s_sk_key) < 0) {
+            return -1;
+        }
+    }
+    PyObject *yd = PyObject_GenericGetDict(y, NULL);
+    if (yd == NULL) {
+        return -1;
+    }
+    int r = PyDict_Update(yd, state);
+    Py_DECREF(yd);
+    return r < 0 ? -1 : 1;
+}
+
+/* ------------------------------------------------------------------ */
 /* Which road                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -1109,7 +1417,6 @@ fc_plan_statehook(FcState *st, PyTypeObject *tp)
 #else
     if (!st->plain_ok || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
         || (tp->tp_flags & Py_TPFLAGS_IS_ABSTRACT) || tp->tp_itemsize != 0
-        || tp->tp_dictoffset != 0
         || tp->tp_getattro != PyObject_GenericGetAttr
         || tp->tp_new != PyBaseObject_Type.tp_new
         || Py_TYPE(tp)->tp_getattro != PyType_Type.tp_getattro
@@ -1128,12 +1435,24 @@ fc_plan_statehook(FcState *st, PyTypeObject *tp)
         return 0;
     }
     FcHooksState *h = &st->hooks;
-    if (fc_dc_captured(st) && gs == h->dc_getstate && ss == h->dc_setstate) {
-        return FH_DATACLASS;
+    if (tp->tp_dictoffset == 0) {
+        if (fc_dc_captured(st) && gs == h->dc_getstate && ss == h->dc_setstate) {
+            return FH_DATACLASS;
+        }
+        if (fc_at_captured(st) && fc_at_cell(h, gs, 0, 0) != NULL
+            && fc_at_cell(h, ss, 1, 0) != NULL) {
+            return FH_ATTRS;
+        }
+        return 0;
     }
-    if (fc_at_captured(st) && fc_at_cell(h, gs, 0, 0) != NULL
-        && fc_at_cell(h, ss, 1, 0) != NULL) {
-        return FH_ATTRS;
+    /* an instance dict: its __dict__ descriptor the standard one */
+    PyObject *dd = _PyType_Lookup(tp, st->s_dict);
+    if (dd == NULL || !Py_IS_TYPE(dd, &PyGetSetDescr_Type)
+        || ((PyGetSetDescrObject *)dd)->d_getset->get != st->dict_getter) {
+        return 0;
+    }
+    if (fc_sk_captured(st) && gs == h->sk_getstate && ss == h->sk_setstate) {
+        return fc_plan_sklearn(st, tp);
     }
     return 0;
 #endif
@@ -1143,14 +1462,18 @@ FC_INTERNAL PyObject *
 fc_hook_getstate(FcState *st, int hook, PyObject *x)
 {
     return hook == FH_DATACLASS ? fc_dc_getstate(st, x)
-           : hook == FH_ATTRS ? fc_at_getstate(st, x) : NULL;
+           : hook == FH_ATTRS ? fc_at_getstate(st, x)
+           : hook == FH_SKLEARN || hook == FH_SKLEARN_OTHER ? fc_sk_getstate(st, hook, x)
+           : NULL;
 }
 
 FC_INTERNAL int
 fc_hook_setstate(FcState *st, int hook, PyObject *y, PyObject *state)
 {
     return hook == FH_DATACLASS ? fc_dc_setstate(st, y, state)
-           : hook == FH_ATTRS ? fc_at_setstate(st, y, state) : 0;
+           : hook == FH_ATTRS ? fc_at_setstate(st, y, state)
+           : hook == FH_SKLEARN || hook == FH_SKLEARN_OTHER ? fc_sk_setstate(st, hook, y, state)
+           : 0;
 }
 
 FC_INTERNAL int
@@ -1185,6 +1508,14 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     for (int i = 0; i < 4; i++) {
         Py_VISIT(h->pd_codes[i]);
     }
+    Py_VISIT(h->sk_getstate);
+    Py_VISIT(h->sk_setstate);
+    for (int i = 0; i < 2; i++) {
+        Py_VISIT(h->sk_code[i]);
+    }
+    Py_VISIT(h->sk_base);
+    Py_VISIT(h->sk_globals);
+    Py_VISIT(h->sk_builtins);
     return 0;
 }
 

@@ -17,7 +17,9 @@
 #define FC_AT_NBUILTINS 4
 
 /* Whose state hooks a FP_STATEHOOK type has (FcPlan.value). */
-enum { FH_DATACLASS = 1, FH_ATTRS = 2, FH_PYDANTIC = 3 };
+enum { FH_DATACLASS = 1, FH_ATTRS = 2, FH_PYDANTIC = 3,
+       FH_SKLEARN = 4,           /* BaseEstimator's, a class of sklearn.* */
+       FH_SKLEARN_OTHER = 5 };   /* ... of a module outside sklearn */
 
 /* pydantic's BaseModel slots the deepcopy hook writes (FcHooksState.s_pd). */
 enum { FC_PD_EXTRA = 0, FC_PD_FSET, FC_PD_PRIVATE, FC_PD_NSLOTS };
@@ -63,6 +65,15 @@ typedef struct {
     PyObject *pd_codes[4];         /* the code deepcopy/copy may run: the
                                       stdlib's, fastcopy's trampolines */
     PyObject *s_pd[FC_PD_NSLOTS];  /* "__pydantic_extra__", ... */
+
+    /* scikit-learn's BaseEstimator.__getstate__ / __setstate__ */
+    int sk_checked;                /* 0 not yet, 1 verified, -1 not available */
+    PyObject *sk_getstate, *sk_setstate;    /* functions, strong */
+    PyObject *sk_code[2];
+    PyObject *sk_base;             /* BaseEstimator */
+    PyObject *sk_globals, *sk_builtins;     /* sklearn.base's dicts, strong */
+    uint64_t sk_ver[2];
+    PyObject *s_sk_version, *s_sk_key, *s_sk_prefix, *s_slots, *s_slotnames, *s_module;
 } FcHooksState;
 
 /* Whose verified state hooks tp's instances have, if they are reduced by

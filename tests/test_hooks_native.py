@@ -506,3 +506,92 @@ def test_pydantic_native_road_runs_no_python_hook():
     # RootModel's own hook and a subclass's override run as Python
     names, _ = python_calls(lambda: fastcopy.deepcopy(_pyd_data()))
     assert "__deepcopy__" in names
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn: BaseEstimator.__getstate__ / __setstate__
+# ---------------------------------------------------------------------------------------------
+
+try:
+    import sklearn.base
+except ImportError:  # pragma: no cover - scikit-learn is installed by CI
+    sklearn = None
+
+needs_sklearn = pytest.mark.skipif(sklearn is None, reason="needs scikit-learn")
+
+if sklearn is not None:
+    class OutsideEstimator(sklearn.base.BaseEstimator):
+        """Defined outside sklearn: its state is the live __dict__, no _sklearn_version."""
+
+        def __init__(self, alpha=1.0, parts=None):
+            self.alpha = alpha
+            self.parts = parts
+
+    class SetstateMixin:
+        def __setstate__(self, state):
+            state = dict(state, restored=True)
+            self.__dict__.update(state)
+
+    class WithMixin(sklearn.base.BaseEstimator, SetstateMixin):
+        def __init__(self, a=None):
+            self.a = a
+
+    class Empty(sklearn.base.BaseEstimator):
+        pass
+
+
+def _sk_data(log=None, holder=None):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    import numpy as np
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(40, 3), np.arange(40) % 2
+    pipe = Pipeline([("s", StandardScaler()), ("m", LogisticRegression())]).fit(X, y)
+    shared = [1, [2]]
+    out = [pipe, OutsideEstimator(parts=[shared, {"k": shared}]), WithMixin(a=[shared]), Empty(),
+           OutsideEstimator(parts=pipe)]
+    if log is not None:
+        out.append(OutsideEstimator(alpha=2.0, parts=[Peek(log, holder), shared]))
+    out.append(out[1])
+    return out
+
+
+@needs_sklearn
+def test_sklearn_estimators():
+    _check(lambda log, holder: _sk_data(log, holder))
+
+
+@needs_sklearn
+def test_sklearn_instance_attribute_shadows():
+    def build(log, holder):
+        a = OutsideEstimator(parts=[1])
+        a.__dict__["__slots__"] = ("x",)            # the hook raises its TypeError
+        return [a]
+    def scenario(impl):
+        src, log = build(None, None), []
+        return Case(src, lambda: impl.deepcopy(src), log=log)
+    std = assert_equivalent(scenario)
+    assert std["outcome"][:2] == ("raise", "TypeError")
+
+
+@needs_sklearn
+def test_sklearn_version_key_in_an_outside_estimator():
+    def build(log, holder):
+        a = OutsideEstimator(parts=[1])
+        a._sklearn_version = "0.1"                  # kept: not a sklearn.* class
+        return [a, Peek(log, holder)]
+    _check(build)
+
+
+@needs_sklearn
+def test_sklearn_native_road_runs_no_python_hook():
+    import fastcopy
+    src = [e for e in _sk_data() if not isinstance(e, WithMixin)]
+    fastcopy.deepcopy(src)
+    names, res = python_calls(lambda: fastcopy.deepcopy(src))
+    assert "__getstate__" not in names and "__setstate__" not in names
+    assert "__getstate__" in python_calls(lambda: copy.deepcopy(src))[0]
+    # a mixin's __setstate__ after BaseEstimator: super() would find it, the Python road runs
+    names, _ = python_calls(lambda: fastcopy.deepcopy(WithMixin(a=[1])))
+    assert "__setstate__" in names
