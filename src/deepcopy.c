@@ -1600,6 +1600,24 @@ fail:
     return NULL;
 }
 
+/* `y = cls.__new__(cls); memo[id(x)] = y` (object.__new__, checked by the
+   plan), then a reconstruct frame for x and y holding `part` (stolen: the
+   state, or what the frame's phase copies first).  FC_PUSHED | NULL+exc */
+static PyObject *
+fc_push_made(FcCtx *c, PyObject *x, PyObject *part)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *y = tp->tp_new(tp, c->st->empty_tuple, NULL);
+    if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
+        Py_XDECREF(y);
+        Py_DECREF(part);
+        return NULL;
+    }
+    PyObject *res = fc_push_recon(c, x, NULL, NULL, part, NULL, NULL, y);
+    Py_DECREF(y);
+    return res;
+}
+
 /* A pydantic model whose __deepcopy__ is BaseModel's own (hooks.c), the
    memo native: the hook's steps without the hook -- m = cls.__new__(cls),
    memo[id(self)] = m, then its parts copied with the same memo and set on
@@ -1609,7 +1627,6 @@ fail:
 static PyObject *
 fc_deep_pydantic(FcCtx *c, PyObject *x)
 {
-    PyTypeObject *tp = Py_TYPE(x);
     if (!fc_pd_ok(c->st)) {
         return NULL;
     }
@@ -1622,14 +1639,7 @@ fc_deep_pydantic(FcCtx *c, PyObject *x)
         Py_DECREF(d);
         return NULL;
     }
-    PyObject *m = tp->tp_new(tp, c->st->empty_tuple, NULL);
-    if (m == NULL || fc_untrack(c, m) < 0 || fc_memo_store(c, x, m) < 0) {
-        Py_XDECREF(m);
-        Py_DECREF(d);
-        return NULL;
-    }
-    PyObject *res = fc_push_recon(c, x, NULL, NULL, d, NULL, NULL, m);
-    Py_DECREF(m);
+    PyObject *res = fc_push_made(c, x, d);
     if (res == FC_PUSHED) {
         FcFrame *f = &c->frames[c->nframes - 1];
         f->phase = R_PYD;
@@ -1668,15 +1678,11 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
     }
     /* a state of our own making (not a live __dict__) is kept alive by the
        memo like the copies, and hidden from the collector as they are */
-    PyObject *y = Py_REFCNT(state) == 1 && fc_untrack(c, state) < 0
-                  ? NULL : tp->tp_new(tp, c->st->empty_tuple, NULL);
-    if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
-        Py_XDECREF(y);
+    if (Py_REFCNT(state) == 1 && fc_untrack(c, state) < 0) {
         Py_DECREF(state);
         return NULL;
     }
-    PyObject *res = fc_push_recon(c, x, NULL, NULL, state, NULL, NULL, y);
-    Py_DECREF(y);
+    PyObject *res = fc_push_made(c, x, state);
     if (res == FC_PUSHED) {
         FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
         rc->ptype = tp;
