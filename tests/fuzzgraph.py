@@ -236,6 +236,36 @@ if sys.version_info >= (3, 10):
 else:  # pragma: no cover
     SlotsDC = DC
 
+if sys.version_info >= (3, 10):
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class FrozenSlotsDC:
+        """dataclasses' own __getstate__/__setstate__ (a native road in src/hooks.c)."""
+        a: object = None
+        b: object = None
+else:  # pragma: no cover
+    FrozenSlotsDC = FrozenDC
+
+# Classes whose hooks a library generates (native roads, src/hooks.c), where installed.
+try:
+    import attrs as _attrs
+
+    @_attrs.define
+    class AttrsRec:
+        a: object = None
+        b: object = None
+except ImportError:  # pragma: no cover - attrs is installed by CI
+    AttrsRec = None
+try:
+    import pydantic as _pydantic
+    import typing as _typing
+
+    class PydModel(_pydantic.BaseModel):
+        model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
+        a: _typing.Any = None
+        b: _typing.Any = None
+except ImportError:  # pragma: no cover - pydantic is installed by CI
+    PydModel = None
+
 NT = collections.namedtuple("NT", "a b")
 
 
@@ -253,7 +283,12 @@ def _new_defaultdict():
 MUTABLE_KINDS = ["list", "dict", "set", "bytearray", "plain", "slotted", "slotted_dict", "key",
                  "reduce_ex", "deephook", "getset", "dc", "slots_dc", "odict", "defaultdict",
                  "deque", "counter", "listsub", "dictsub"]
-IMMUTABLE_KINDS = ["tuple", "namedtuple", "frozenset", "frozen_dc", "method", "weakref", "slice"]
+IMMUTABLE_KINDS = ["tuple", "namedtuple", "frozenset", "frozen_dc", "frozen_slots_dc", "method",
+                   "weakref", "slice"]
+if AttrsRec is not None:
+    MUTABLE_KINDS.append("attrs")
+if PydModel is not None:
+    MUTABLE_KINDS.append("pydantic")
 if _cowdict is not None:  # pragma: no cover - depends on the build
     MUTABLE_KINDS.append("cowdict")
 
@@ -344,6 +379,10 @@ class _Builder:
             o = DC()
         elif kind == "slots_dc":
             o = SlotsDC()
+        elif kind == "attrs":
+            o = AttrsRec()
+        elif kind == "pydantic":
+            o = PydModel()
         elif kind == "odict":
             o = collections.OrderedDict()
         elif kind == "defaultdict":
@@ -379,6 +418,8 @@ class _Builder:
             self.keys.append(o)
         elif kind == "frozen_dc":
             o = FrozenDC(self.pick(), self.pick())
+        elif kind == "frozen_slots_dc":
+            o = FrozenSlotsDC(self.pick(), self.pick())
         elif kind == "method":
             if not self.instances:
                 return None
@@ -434,7 +475,7 @@ class _Builder:
             o.children.extend(self.pick() for _ in range(n))
         elif kind == "getset":
             o.v = self.pick()
-        elif kind == "slots_dc":
+        elif kind in ("slots_dc", "attrs", "pydantic"):
             o.a, o.b = self.pick(), self.pick()
 
     def build(self):
