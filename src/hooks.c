@@ -1262,6 +1262,7 @@ fc_sk_version(FcState *st)
     return v;
 }
 
+#if !FC_FT
 /* FH_SKLEARN / FH_SKLEARN_OTHER for tp, whose hooks are BaseEstimator's;
    0 if another class of its MRO after BaseEstimator has a state hook, if
    it has __slots__ or slot names, or if its __module__ is no exact str.
@@ -1326,6 +1327,7 @@ fc_plan_sklearn(FcState *st, PyTypeObject *tp)
     int sk = n >= 8 && PyUnicode_Tailmatch(mod, h->s_sk_prefix, 0, n, -1) == 1;
     return sk ? FH_SKLEARN : FH_SKLEARN_OTHER;
 }
+#endif
 
 static PyObject *
 fc_sk_getstate(FcState *st, int hook, PyObject *x)

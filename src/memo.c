@@ -1122,6 +1122,9 @@ fc_memo_replace(FcMemo *m, Py_ssize_t pos, PyObject *value)
     return 0;
 }
 
+#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
+/* (free-threaded builds and those without dict version tags never take a
+   hook's writes back: the helpers below serve fc_memo_absorb alone) */
 static int
 fc_ptr_cmp(const void *a, const void *b)
 {
@@ -1175,7 +1178,6 @@ typedef struct {
     PyObject *key, *value, *obj;
 } FcAdded;
 
-#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
 /* The hook shown the mirror wrote into it (its version moved): take the
    additions into the table if they can be proven to be only that (above).
    `shown`: the object whose hook it is.  No user code; keeps no exception
