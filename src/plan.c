@@ -892,16 +892,13 @@ fc_uuid_member_ok(FcState *st, PyObject *info, int k)
     if (md == NULL) {
         return 0;
     }
-    uint64_t ver = fc_dict_version(md);
-    int same = ver == st->uuid_ver[3 + k];
-    if (!same) {
-        PyObject *v = PyDict_GetItemWithError(md, st->s_value_);   /* exact str key */
-        same = v != NULL && v == PyTuple_GET_ITEM(info, FC_UUID_VALUES + k);
-        PyErr_Clear();
-        if (same) {
-            st->uuid_ver[3 + k] = ver;
-        }
-    }
+    /* read every time: on 3.13 a member's materialized __dict__ can share
+       the object's inline values, and a store through them was seen to
+       leave its version tag as it was (a patched _value_ went unnoticed
+       once in CI's 3.13 wheel run) */
+    PyObject *v = PyDict_GetItemWithError(md, st->s_value_);   /* exact str key */
+    int same = v != NULL && v == PyTuple_GET_ITEM(info, FC_UUID_VALUES + k);
+    PyErr_Clear();
     Py_DECREF(md);
     return same;
 #else
