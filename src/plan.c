@@ -996,11 +996,9 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
         Py_XDECREF(back);
         PyTuple_SET_ITEM(info, FC_UUID_MEMBERS + i, m != NULL ? m : Py_NewRef(Py_None));
         PyTuple_SET_ITEM(info, FC_UUID_VALUES + i, v != NULL ? v : Py_NewRef(Py_None));
+        /* fc_uuid_member_ok reads member._value_ from this dict each time */
         PyObject *md = ok ? fc_instance_dict(m) : NULL;
-        if (md != NULL) {
-            st->uuid_ver[3 + i] = fc_dict_version(md);
-            Py_DECREF(md);
-        }
+        Py_XDECREF(md);
         ok = md != NULL;
     }
     PyObject *v2m = ok ? PyObject_GetAttrString(S, "_value2member_map_") : NULL;

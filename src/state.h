@@ -59,10 +59,10 @@ struct FcState {
     PyObject *uuid_info;           /* uuid.UUID, verified once (plan.c,
                                       fc_plan_uuid): a tuple, FC_UUID_* */
     unsigned int uuid_tag[2];      /* SafeUUID's and its metaclass's type tags */
-    uint64_t uuid_ver[6];          /* version tags when last checked: the
+    uint64_t uuid_ver[3];          /* version tags when last checked: the
                                       functions' globals and builtins, then
-                                      SafeUUID._value2member_map_ and the three
-                                      members' __dict__s */
+                                      SafeUUID._value2member_map_ (the members'
+                                      _value_ is read every time) */
 
     PyTypeObject *method_type;     /* types.MethodType */
     PyTypeObject *code_type;
