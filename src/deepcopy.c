@@ -1662,13 +1662,28 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
 {
     PyTypeObject *tp = Py_TYPE(x);
     unsigned int tag = p->tag;
-    if (c->mode != FC_MEMO_NATIVE) {
-        /* the memo is visible: _reconstruct's deepcopy(cls, memo) lookup
-           is observable, the generic road does it (and a hook is shown
-           the dict it writes into) */
+    int hook = p->value;
+    if (c->mode == FC_MEMO_MAPPING) {
+        /* a mapping's own get/__setitem__ see every step: the generic road
+           makes the stdlib's calls */
         return NULL;
     }
-    int hook = p->value;
+    if (c->mode == FC_MEMO_DICT) {
+        /* A caller's dict (or one a hook kept): every lookup and store the
+           road makes goes to it as the stdlib's would, and an exact dict
+           runs no code on a lookup.  pydantic's hook never deep-copies its
+           class; _reconstruct does (deepcopy((cls,), memo)), so an entry
+           the caller seeded for the class would change the result: the
+           generic road then */
+        if (hook != FH_PYDANTIC) {
+            PyObject *seeded;
+            int r = fc_memo_lookup_py(c, (PyObject *)tp, c->st->nil, &seeded);
+            if (r != 0) {
+                Py_XDECREF(seeded);
+                return NULL;        /* seeded: the generic road; -1: exc */
+            }
+        }
+    }
     if (hook == FH_PYDANTIC) {
         return fc_deep_pydantic(c, x);
     }

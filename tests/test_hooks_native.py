@@ -519,6 +519,92 @@ def test_pydantic_native_road_runs_no_python_hook():
 
 
 # ---------------------------------------------------------------------------------------------
+# A caller's dict as the memo (FC_MEMO_DICT): the roads write each step into it as the stdlib does
+# ---------------------------------------------------------------------------------------------
+
+def _all_hook_data(log=None, holder=None):
+    out = _recs(log, holder)
+    if attrs is not None:
+        out += _attrs_data(log, holder)
+    if pydantic is not None:
+        out += _pyd_data(log, holder)
+    return out
+
+
+def _seeded(seed):
+    """Scenarios with a caller's memo that holds seed(src) -> {key: value} from the start."""
+    def scenario(impl):
+        src = _all_hook_data()
+        memo = dict(seed(src))
+        return Case(src, lambda: impl.deepcopy(src, memo), memo=memo)
+    return scenario
+
+
+def test_caller_memo_with_the_roads():
+    assert_equivalent(_seeded(lambda src: {}))
+    # entries of an earlier copy with the same memo, as model_copy(update=...) leaves them
+    assert_equivalent(_seeded(lambda src: {id(src[0]): "seeded-first", id(src[1].pos): "pos"}))
+
+
+def test_caller_memo_seeded_with_a_class():
+    """_reconstruct deep-copies (cls,) through the memo: a seeded class changes the result
+    (dataclass and attrs roads step aside); pydantic's hook never copies its class."""
+    class Fake:
+        pass
+
+    def seed(src):
+        out = {id(Rec): Fake, id(Point): Fake}
+        if attrs is not None:
+            out[id(ARec)] = Fake
+        if pydantic is not None:
+            out[id(POuter)] = Fake
+        return out
+    assert_equivalent(_seeded(seed))
+
+
+@needs_pydantic
+def test_caller_memo_seeded_with_none():
+    """deepcopy(self.__pydantic_extra__, memo) looks None up too: a seeded entry is used."""
+    assert_equivalent(_seeded(lambda src: {id(None): "not-none", id(True): "t"}))
+
+
+@needs_pydantic
+def test_pydantic_model_copy_deep():
+    """model_copy(deep=True) hands the hook's own fresh dict to deepcopy (patched in)."""
+    import fastcopy
+
+    def scenario(impl):
+        src = _pyd_data()
+
+        def call():
+            if impl is copy:
+                return [m.model_copy(deep=True) for m in src]
+            with fastcopy.patched():
+                return [m.model_copy(deep=True) for m in src]
+        return Case(src, call)
+    assert_equivalent(scenario)
+
+
+@white_box
+def test_caller_memo_runs_no_python_hook():
+    import fastcopy
+    src = [r for r in _all_hook_data() if not isinstance(r, OwnState)]
+    if pydantic is not None:
+        src = [m for m in src if not isinstance(m, (PRoot, POwnHook))]
+    if attrs is not None:
+        src = [m for m in src if not isinstance(m, AOwnState)]
+    fastcopy.deepcopy(src, {})
+    names, res = python_calls(lambda: fastcopy.deepcopy(src, {}))
+    for hook in ("_dataclass_getstate", "_dataclass_setstate", "slots_getstate",
+                 "slots_setstate", "__deepcopy__"):
+        assert hook not in names
+    memo_fc, memo_std = {}, {}
+    assert shape.shape(fastcopy.deepcopy(src, memo_fc), src) == \
+        shape.shape(copy.deepcopy(src, memo_std), src)
+    assert len(memo_fc) == len(memo_std)
+
+
+# ---------------------------------------------------------------------------------------------
 # scikit-learn: BaseEstimator.__getstate__ / __setstate__
 # ---------------------------------------------------------------------------------------------
 
