@@ -1,7 +1,7 @@
 """Print the code fingerprints by which src/hooks.c recognises library hooks, for the running
 interpreter and the installed libraries: the values its tables (fc_dc_known, fc_at_known,
-fc_pd_known) hold once a release's code has been read and verified to do what the native road
-does.  Run with each CPython (the extension built in place for it):
+fc_pd_known, fc_pr_known, fc_sk_known) hold once a release's code has been read and verified to
+do what the native road does.  Run with each CPython (the extension built in place for it):
 
     python scripts/hook_fingerprints.py
 """
@@ -37,3 +37,16 @@ except ImportError:
     print("pydantic not installed")
 else:
     show("pydantic %s BaseModel.__deepcopy__" % pydantic.VERSION, pydantic.BaseModel.__deepcopy__)
+    import pydantic.root_model
+    show("pydantic %s RootModel.__deepcopy__" % pydantic.VERSION,
+         pydantic.root_model.RootModel.__deepcopy__)
+try:
+    import sklearn
+    import sklearn.base
+except ImportError:
+    print("scikit-learn not installed")
+else:
+    show("scikit-learn %s BaseEstimator.__getstate__" % sklearn.__version__,
+         sklearn.base.BaseEstimator.__getstate__)
+    show("scikit-learn %s BaseEstimator.__setstate__" % sklearn.__version__,
+         sklearn.base.BaseEstimator.__setstate__)

@@ -1147,7 +1147,15 @@ fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         /* _object_setattr(m, '__dict__', ...); deepcopy(self.__pydantic_extra__) */
         rc = PyObject_GenericSetAttr(m, st->s_dict, res);
         Py_DECREF(res);
-        if (rc < 0 || (v = fc_pd_get(c, x, h->s_pd[FC_PD_EXTRA])) == NULL) {
+        if (rc < 0) {
+            return -1;
+        }
+        if (r->hook == FH_PYDROOT) {
+            /* RootModel's hook: the fields set, and done */
+            res = NULL;
+            goto fields_set;
+        }
+        if ((v = fc_pd_get(c, x, h->s_pd[FC_PD_EXTRA])) == NULL) {
             return -1;
         }
         r->i = 2;
@@ -1156,7 +1164,11 @@ fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     case 2: {
         rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_EXTRA], res);
         Py_DECREF(res);
-        if (rc < 0 || (v = fc_pd_get(c, x, h->s_pd[FC_PD_FSET])) == NULL) {
+        if (rc < 0) {
+            return -1;
+        }
+    fields_set:
+        if ((v = fc_pd_get(c, x, h->s_pd[FC_PD_FSET])) == NULL) {
             return -1;
         }
         /* copy(self.__pydantic_fields_set__): set.copy() for a set while
@@ -1177,6 +1189,9 @@ fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
         rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_FSET], fs2);
         Py_DECREF(fs2);
+        if (r->hook == FH_PYDROOT) {
+            return rc < 0 ? -1 : 0;
+        }
         PyObject *priv;
         if (rc < 0 || fc_pd_private(c, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
             return -1;
@@ -1625,9 +1640,9 @@ fc_push_made(FcCtx *c, PyObject *x, PyObject *part)
    find the class's hook: an instance dict entry of that name shadows it.
    FC_PUSHED | NULL+exc | NULL, no exc: the generic road (nothing done) */
 static PyObject *
-fc_deep_pydantic(FcCtx *c, PyObject *x)
+fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
 {
-    if (!fc_pd_ok(c->st)) {
+    if (!fc_pd_ok(c->st, hook)) {
         return NULL;
     }
     PyObject *d = PyObject_GenericGetDict(x, NULL);
@@ -1643,7 +1658,7 @@ fc_deep_pydantic(FcCtx *c, PyObject *x)
     if (res == FC_PUSHED) {
         FcFrame *f = &c->frames[c->nframes - 1];
         f->phase = R_PYD;
-        f->u.recon.r->hook = FH_PYDANTIC;
+        f->u.recon.r->hook = hook;
         f->u.recon.r->i = 0;
     }
     return res;
@@ -1675,7 +1690,7 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
            class; _reconstruct does (deepcopy((cls,), memo)), so an entry
            the caller seeded for the class would change the result: the
            generic road then */
-        if (hook != FH_PYDANTIC) {
+        if (hook != FH_PYDANTIC && hook != FH_PYDROOT) {
             PyObject *seeded;
             int r = fc_memo_lookup_py(c, (PyObject *)tp, c->st->nil, &seeded);
             if (r != 0) {
@@ -1684,8 +1699,8 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
             }
         }
     }
-    if (hook == FH_PYDANTIC) {
-        return fc_deep_pydantic(c, x);
+    if (hook == FH_PYDANTIC || hook == FH_PYDROOT) {
+        return fc_deep_pydantic(c, x, hook);
     }
     PyObject *state = fc_hook_getstate(c->st, hook, x);
     if (state == NULL) {

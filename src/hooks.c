@@ -1070,10 +1070,112 @@ fc_pd_captured(FcState *st)
     return c > 0 || (c == 0 && fc_pd_capture(st));
 }
 
-FC_INTERNAL int
-fc_pd_ok(FcState *st)
+/*
+ * RootModel's own hook (pydantic.root_model), 2.14:
+ *     def __deepcopy__(self, memo=None):
+ *         if memo is None: memo = {}
+ *         cls = type(self); m = cls.__new__(cls); memo[id(self)] = m
+ *         _object_setattr(m, '__dict__', deepcopy(self.__dict__, memo=memo))
+ *         _object_setattr(m, '__pydantic_fields_set__',
+ *                         copy(self.__pydantic_fields_set__))
+ *         return m
+ * The first steps of BaseModel's; the walker stops after the fields set
+ * (RootModel's extra and private are class attributes it never sets).
+ */
+static const FcKnownCode fc_pr_known[] = {
+    {10, {0x4d2c92b31f5c01ddull}},
+    {11, {0x2ca23cfad9a25933ull}},
+    {12, {0x575031fa6cf58e8eull}},
+    {13, {0x9c418a7f185d7b0aull}},
+};
+
+static const char *const fc_pr_bnames[2] = {"type", "id"};
+
+/* pydantic.root_model's globals: deepcopy, copy and _object_setattr those
+   BaseModel's road checks (pd_g), the builtins the real ones.  1 | 0 */
+static int
+fc_pr_names_ok(FcState *st)
 {
-    return fc_pd_captured(st) && fc_pd_names_ok(st);
+    FcHooksState *h = &st->hooks;
+    PyObject *g = h->pr_globals, *b = h->pr_builtins;
+    if (PyFunction_GET_CODE(h->pr_deepcopy) != h->pr_code) {
+        return 0;
+    }
+#if FC_HAVE_DICT_VERSION
+    if (fc_dict_version(g) == h->pr_ver[0] && fc_dict_version(b) == h->pr_ver[1]) {
+        return 1;
+    }
+#endif
+    if (fc_dget(g, "deepcopy") != h->pd_g[0] || fc_dget(g, "copy") != h->pd_g[1]
+        || fc_dget(g, "_object_setattr") != h->pd_g[2]
+        || !fc_builtins_ok(g, b, fc_pr_bnames, 2)) {
+        PyErr_Clear();
+        return 0;
+    }
+#if FC_HAVE_DICT_VERSION
+    h->pr_ver[0] = fc_dict_version(g);
+    h->pr_ver[1] = fc_dict_version(b);
+#endif
+    return 1;
+}
+
+/* Capture RootModel's hook once BaseModel's is (and pydantic.root_model
+   is loaded).  1 | 0 (not now, or never: pr_checked -1) */
+static int
+fc_pr_capture(FcState *st)
+{
+    FcHooksState *h = &st->hooks;
+    if (!fc_pd_captured(st)) {
+        return 0;
+    }
+    PyObject *mods = PySys_GetObject("modules");     /* borrowed */
+    PyObject *mod = mods != NULL && PyDict_Check(mods)
+                    ? PyDict_GetItemString(mods, "pydantic.root_model") : NULL;
+    if (mod == NULL || !PyModule_CheckExact(mod)) {
+        return 0;
+    }
+    h->pr_checked = -1;
+    PyObject *g = PyModule_GetDict(mod);
+    PyObject *rm = fc_dget(g, "RootModel");
+    if (rm == NULL || !PyType_Check(rm) || !PyDict_CheckExact(g)) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *f = _PyType_Lookup((PyTypeObject *)rm, st->s_deepcopy);
+    if (f == NULL || !PyFunction_Check(f) || f == h->pd_deepcopy) {
+        return 0;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)f;
+    PyObject *b = fn->func_builtins, *defs = fn->func_defaults;
+    if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
+        || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
+        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None
+        || !fc_code_known(fn->func_code, fc_pr_known, FC_NKNOWN(fc_pr_known), 0)) {
+        return 0;
+    }
+    h->pr_deepcopy = Py_NewRef(f);
+    h->pr_code = Py_NewRef(fn->func_code);
+    h->pr_globals = Py_NewRef(g);
+    h->pr_builtins = Py_NewRef(b);
+    h->pr_ver[0] = h->pr_ver[1] = 0;
+    h->pr_checked = 1;
+    return 1;
+}
+
+static int
+fc_pr_captured(FcState *st)
+{
+    int c = st->hooks.pr_checked;
+    return c > 0 || (c == 0 && fc_pr_capture(st));
+}
+
+FC_INTERNAL int
+fc_pd_ok(FcState *st, int hook)
+{
+    if (!fc_pd_captured(st) || !fc_pd_names_ok(st)) {
+        return 0;
+    }
+    return hook == FH_PYDANTIC || (fc_pr_captured(st) && fc_pr_names_ok(st));
 }
 
 FC_INTERNAL int
@@ -1085,8 +1187,12 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
     return 0;
 #else
     PyObject *dc = _PyType_Lookup(tp, st->s_deepcopy);
-    if (dc == NULL || !PyFunction_Check(dc) || !fc_pd_captured(st)
-        || dc != st->hooks.pd_deepcopy) {
+    if (dc == NULL || !PyFunction_Check(dc) || !fc_pd_captured(st)) {
+        return 0;
+    }
+    int hook = dc == st->hooks.pd_deepcopy ? FH_PYDANTIC
+               : fc_pr_captured(st) && dc == st->hooks.pr_deepcopy ? FH_PYDROOT : 0;
+    if (hook == 0) {
         return 0;
     }
     /* getattr(x, name): object's __getattribute__ (pydantic's __getattr__
@@ -1110,12 +1216,15 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
         return 0;
     }
     for (int i = 0; i < FC_PD_NSLOTS; i++) {
+        if (hook == FH_PYDROOT && i != FC_PD_FSET) {
+            continue;       /* RootModel's hook never sets extra or private */
+        }
         PyObject *s = _PyType_Lookup(tp, st->hooks.s_pd[i]);
         if (s == NULL || !Py_IS_TYPE(s, &PyMemberDescr_Type)) {
             return 0;
         }
     }
-    return 1;
+    return hook;
 #endif
 }
 
@@ -1153,6 +1262,8 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
 
 static const FcKnownCode fc_sk_known[] = {
     {11, {0xd0ce15872fd071cfull, 0x1e2e58078da93b94ull}},    /* 1.9.1 */
+    {12, {0x2571ace2f45fc70full, 0x1f9eaff2b673fc8full}},    /* 1.9.1 */
+    {13, {0x358a49fd23cda3d9ull, 0x17a73c33668681fdull}},    /* 1.9.1 */
 };
 
 static const char *const fc_sk_bnames[5] = {"getattr", "super", "AttributeError", "type",
@@ -1504,6 +1615,10 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     Py_VISIT(h->pd_code);
     Py_VISIT(h->pd_globals);
     Py_VISIT(h->pd_builtins);
+    Py_VISIT(h->pr_deepcopy);
+    Py_VISIT(h->pr_code);
+    Py_VISIT(h->pr_globals);
+    Py_VISIT(h->pr_builtins);
     for (int i = 0; i < 5; i++) {
         Py_VISIT(h->pd_g[i]);
     }
@@ -1550,6 +1665,11 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->pd_code);
     Py_CLEAR(h->pd_globals);
     Py_CLEAR(h->pd_builtins);
+    Py_CLEAR(h->pr_deepcopy);
+    Py_CLEAR(h->pr_code);
+    Py_CLEAR(h->pr_globals);
+    Py_CLEAR(h->pr_builtins);
+    h->pr_checked = 0;
     for (int i = 0; i < 5; i++) {
         Py_CLEAR(h->pd_g[i]);
     }

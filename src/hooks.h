@@ -19,7 +19,8 @@
 /* Whose state hooks a FP_STATEHOOK type has (FcPlan.value). */
 enum { FH_DATACLASS = 1, FH_ATTRS = 2, FH_PYDANTIC = 3,
        FH_SKLEARN = 4,           /* BaseEstimator's, a class of sklearn.* */
-       FH_SKLEARN_OTHER = 5 };   /* ... of a module outside sklearn */
+       FH_SKLEARN_OTHER = 5,     /* ... of a module outside sklearn */
+       FH_PYDROOT = 6 };         /* pydantic's RootModel.__deepcopy__ */
 
 /* pydantic's BaseModel slots the deepcopy hook writes (FcHooksState.s_pd). */
 enum { FC_PD_EXTRA = 0, FC_PD_FSET, FC_PD_PRIVATE, FC_PD_NSLOTS };
@@ -65,6 +66,12 @@ typedef struct {
     PyObject *pd_codes[4];         /* the code deepcopy/copy may run: the
                                       stdlib's, fastcopy's trampolines */
     PyObject *s_pd[FC_PD_NSLOTS];  /* "__pydantic_extra__", ... */
+    /* RootModel.__deepcopy__ (pydantic.root_model), captured once
+       BaseModel's is: its deepcopy and copy must be pd_g[0] and pd_g[1] */
+    int pr_checked;                /* 0 not yet, 1 verified, -1 not available */
+    PyObject *pr_deepcopy, *pr_code;
+    PyObject *pr_globals, *pr_builtins;     /* pydantic.root_model's dicts */
+    uint64_t pr_ver[2];
 
     /* scikit-learn's BaseEstimator.__getstate__ / __setstate__ */
     int sk_checked;                /* 0 not yet, 1 verified, -1 not available */
@@ -89,11 +96,13 @@ FC_INTERNAL PyObject *fc_hook_getstate(FcState *st, int hook, PyObject *x);
    user code. */
 FC_INTERNAL int fc_hook_setstate(FcState *st, int hook, PyObject *y, PyObject *state);
 
-/* Is tp a pydantic model whose __deepcopy__ is BaseModel's own, of a
-   verified release, with plain attribute lookup?  1 | 0 | -1+exc */
+/* Is tp a pydantic model whose __deepcopy__ is BaseModel's own (or
+   RootModel's), of a verified release, with plain attribute lookup?
+   FH_PYDANTIC | FH_PYDROOT | 0 | -1+exc */
 FC_INTERNAL int fc_plan_pydantic(FcState *st, PyTypeObject *tp);
-/* Are the verified hook and the globals it reads unchanged?  1 | 0 */
-FC_INTERNAL int fc_pd_ok(FcState *st);
+/* Are the verified hook (FH_PYDANTIC or FH_PYDROOT) and the globals it
+   reads unchanged?  1 | 0 */
+FC_INTERNAL int fc_pd_ok(FcState *st, int hook);
 /* The fingerprint of a code object the hooks are recognised by (hooks.c,
    "Code fingerprints"); also the test function _code_fingerprint.
    0 (*fp set) | -1: a constant it cannot read (no exception) */

@@ -1257,7 +1257,7 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         }
         if (pd) {
             p->deep = FP_STATEHOOK;
-            p->value = FH_PYDANTIC;
+            p->value = (uint8_t)pd;         /* FH_PYDANTIC or FH_PYDROOT */
             return 0;
         }
     }

@@ -22,6 +22,10 @@ for py in "$root"/versions/*/bin/python; do
     # the libraries with native hook roads (src/hooks.c), at the releases .ci/run pins
     "$py" -m pip install -q "attrs==26.1.0" "pydantic==2.14.4" >/dev/null 2>&1 \
         || echo "($ver: attrs/pydantic not installed: their tests skip)"
+    # scikit-learn 1.9.1 needs 3.11+; on 3.10 its tests skip
+    "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+        && { "$py" -m pip install -q "scikit-learn==1.9.1" >/dev/null 2>&1 \
+             || echo "($ver: scikit-learn not installed: its tests skip)"; }
     if ! "$py" -c 'import fastcopy._fastcopy' 2>/dev/null; then
         "$py" setup.py -q build_ext --inplace --build-temp "build/temp-$ver" >/dev/null 2>&1 \
             || { echo "!!! $ver: build failed"; fails=$((fails + 1)); continue; }

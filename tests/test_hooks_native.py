@@ -507,15 +507,62 @@ def test_pydantic_patched_global_takes_the_python_road(monkeypatch):
 @needs_pydantic
 def test_pydantic_native_road_runs_no_python_hook():
     import fastcopy
-    src = [m for m in _pyd_data() if not isinstance(m, (PRoot, POwnHook))]
+    src = [m for m in _pyd_data() if not isinstance(m, POwnHook)]
+    assert any(isinstance(m, PRoot) for m in src)
     fastcopy.deepcopy(src)
     names, res = python_calls(lambda: fastcopy.deepcopy(src))
     assert "__deepcopy__" not in names
     assert "__deepcopy__" in python_calls(lambda: copy.deepcopy(src))[0]
     assert shape.shape(res, src) == shape.shape(copy.deepcopy(src), src)
-    # RootModel's own hook and a subclass's override run as Python
+    # a subclass's override runs as Python
     names, _ = python_calls(lambda: fastcopy.deepcopy(_pyd_data()))
     assert "__deepcopy__" in names
+
+
+@needs_pydantic
+def test_pydantic_root_models():
+    """RootModel's own hook: the root copied through the memo, the fields set copied; the
+    class attributes extra and private untouched (never set on the copy)."""
+    class PRootOwn(pydantic.RootModel[list]):
+        def __deepcopy__(self, memo=None):
+            new = super().__deepcopy__(memo)
+            new.root.append("own")
+            return new
+
+    class PRootDict(pydantic.RootModel[typing.Dict[str, typing.Any]]):
+        pass
+
+    def build(log, holder):
+        shared = [1, [2]]
+        inner = PInner(v=shared)
+        r = PRoot([shared, inner])
+        d = PRootDict({"a": shared, "r": r, "peek": Peek(log, holder)})
+        selfref = PRoot([])
+        selfref.root.append(selfref)
+        return [r, d, PRootOwn([shared]), selfref, r.root, inner, PRoot([])]
+    _check(build)
+    with __import__("fastcopy").patched():
+        _check(build)
+
+
+@needs_pydantic
+def test_pydantic_root_patched_global_takes_the_python_road(monkeypatch):
+    import pydantic.root_model
+    import fastcopy
+    calls = []
+    real = pydantic.root_model.copy
+
+    def counting(x):
+        calls.append(type(x).__name__)
+        return real(x)
+    monkeypatch.setattr(pydantic.root_model, "copy", counting)
+    src = [PRoot([[1], {"a": 2}]), PRoot([])]
+    a = copy.deepcopy(src)
+    n_std = len(calls)
+    del calls[:]
+    b = fastcopy.deepcopy(src)
+    assert len(calls) == n_std == 2
+    assert shape.shape(a, src) == shape.shape(b, src)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,7 +637,7 @@ def test_caller_memo_runs_no_python_hook():
     import fastcopy
     src = [r for r in _all_hook_data() if not isinstance(r, OwnState)]
     if pydantic is not None:
-        src = [m for m in src if not isinstance(m, (PRoot, POwnHook))]
+        src = [m for m in src if not isinstance(m, POwnHook)]
     if attrs is not None:
         src = [m for m in src if not isinstance(m, AOwnState)]
     fastcopy.deepcopy(src, {})
