@@ -1520,17 +1520,24 @@ fc_deep_slots(FcCtx *c, PyObject *x, FcPlan *p)
     if (cap == 0 || cap > FC_SLOTS_MAX) {
         return NULL;
     }
+    /* the names pairwise distinct (the list is the class's own: user code
+       may have changed it in place since the plan was made).  Exact strs:
+       their hashes are cached once computed, and two whose hashes differ
+       are different -- only equal hashes need the compare */
+    Py_hash_t hashes[FC_SLOTS_MAX];
     for (Py_ssize_t i = 0; i < cap; i++) {
         PyObject *a = PyList_GET_ITEM(names, i);
         if (!PyUnicode_CheckExact(a)) {
             return NULL;
         }
+        Py_hash_t ha = PyObject_Hash(a);        /* exact str: cannot fail */
         for (Py_ssize_t j = 0; j < i; j++) {
-            /* exact str: no user code, no error */
-            if (PyUnicode_Compare(a, PyList_GET_ITEM(names, j)) == 0) {
+            PyObject *b = PyList_GET_ITEM(names, j);
+            if (a == b || (hashes[j] == ha && PyUnicode_Compare(a, b) == 0)) {
                 return NULL;
             }
         }
+        hashes[i] = ha;
     }
     unsigned int tag = p->tag;
     PyObject **sl = PyMem_Calloc((size_t)(3 * cap), sizeof(PyObject *));
