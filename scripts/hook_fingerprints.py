@@ -1,7 +1,7 @@
 """Print the code fingerprints by which src/hooks.c recognises library hooks, for the running
 interpreter and the installed libraries: the values its tables (fc_dc_known, fc_at_known,
-fc_pd_known, fc_pr_known, fc_sk_known) hold once a release's code has been read and verified to
-do what the native road does.  Run with each CPython (the extension built in place for it):
+fc_pd_known, fc_pr_known, fc_pc_known, fc_sk_known) hold once a release's code has been read
+and verified to do what the native road does.  Run with each CPython (the extension built in place for it):
 
     python scripts/hook_fingerprints.py
 """
@@ -40,6 +40,9 @@ else:
     import pydantic.root_model
     show("pydantic %s RootModel.__deepcopy__" % pydantic.VERSION,
          pydantic.root_model.RootModel.__deepcopy__)
+    show("pydantic %s BaseModel.__copy__" % pydantic.VERSION, pydantic.BaseModel.__copy__)
+    show("pydantic %s RootModel.__copy__" % pydantic.VERSION,
+         pydantic.root_model.RootModel.__copy__)
 try:
     import sklearn
     import sklearn.base

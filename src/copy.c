@@ -15,6 +15,8 @@
 #include "plan.h"
 #include "state.h"
 #include "profile.h"
+#include "hooks.h"
+#include "deepcopy.h"
 
 /* x.copy() for an exact list.  list.copy() sizes its result, allocates
    it -- on 3.10/3.11 a collection there can run a finalizer that shrinks
@@ -184,6 +186,9 @@ fc_copy_run(FcState *st, PyObject *x)
         PyObject *y = NULL;
         if (p->shallow == FP_PLAIN) {
             y = fc_copy_plain(st, x, p);
+        }
+        else if (p->shallow == FP_PYDCOPY || p->shallow == FP_PYDROOTCOPY) {
+            y = fc_copy_pydantic(st, x, p->shallow == FP_PYDCOPY ? FH_PYDANTIC : FH_PYDROOT);
         }
         if (p == &tmp) {
             Py_CLEAR(tmp.slotnames);

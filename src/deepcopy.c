@@ -63,6 +63,7 @@
 #include "select.h"
 #include "state.h"
 #include "hooks.h"
+#include "copy.h"
 #include "profile.h"
 #if !FC_PY312_PLUS
 #  include "structmember.h"   /* PyMember_GetOne, PyMember_SetOne */
@@ -993,6 +994,20 @@ fc_statehook_apply(FcCtx *c, FcFrame *f, PyObject *state)
     return fc_after_user_code(c);
 }
 
+/* The pydantic steps below run in a deep copy (c: its walker's user-code
+   guards) or in copy.copy's road (c NULL: copy() syncs on every entry). */
+FC_INLINE int
+fc_pd_before(FcCtx *c)
+{
+    return c != NULL ? fc_before_user_code(c, 0) : 0;
+}
+
+FC_INLINE int
+fc_pd_after(FcCtx *c)
+{
+    return c != NULL ? fc_after_user_code(c) : 0;
+}
+
 /* getattr(x, name) for a slot of x's type: its value, no user code, when it
    is set; else the generic getattr, which runs x's __getattr__ (user code,
    guarded).  new ref | NULL+exc */
@@ -1009,11 +1024,11 @@ fc_pd_get(FcCtx *c, PyObject *x, PyObject *name)
         }
         PyErr_Clear();
     }
-    if (fc_before_user_code(c, 0) < 0) {
+    if (fc_pd_before(c) < 0) {
         return NULL;
     }
     PyObject *v = PyObject_GetAttr(x, name);
-    if (v != NULL && fc_after_user_code(c) < 0) {
+    if (v != NULL && fc_pd_after(c) < 0) {
         Py_CLEAR(v);
     }
     return v;
@@ -1045,7 +1060,7 @@ fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
         PyErr_Clear();
     }
     /* unset: hasattr() and the read each go through __getattr__ */
-    if (fc_before_user_code(c, 0) < 0) {
+    if (fc_pd_before(c) < 0) {
         return -1;
     }
     PyObject *v = PyObject_GetAttr(x, name);
@@ -1054,15 +1069,21 @@ fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
             return -1;
         }
         PyErr_Clear();
-        return fc_after_user_code(c);
+        return fc_pd_after(c);
     }
     Py_DECREF(v);
     v = PyObject_GetAttr(x, name);
-    if (v == NULL || fc_after_user_code(c) < 0) {
+    int third = v != NULL && v != Py_None;
+    if (third) {
+        /* `self.__pydantic_private__.items()` reads it a third time (what
+           that read gives is used, None too: its .items() then fails) */
+        Py_SETREF(v, PyObject_GetAttr(x, name));
+    }
+    if (v == NULL || fc_pd_after(c) < 0) {
         Py_XDECREF(v);
         return -1;
     }
-    if (v == Py_None) {
+    if (v == Py_None && !third) {
         Py_DECREF(v);
     }
     else {
@@ -1101,7 +1122,7 @@ fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined)
         }
         return d;
     }
-    if (fc_before_user_code(c, 0) < 0) {
+    if (fc_pd_before(c) < 0) {
         return NULL;
     }
     PyObject *items = PyMapping_Items(priv);
@@ -1119,7 +1140,7 @@ fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined)
         }
     }
     Py_XDECREF(items);
-    if (d != NULL && fc_after_user_code(c) < 0) {
+    if (d != NULL && fc_pd_after(c) < 0) {
         Py_CLEAR(d);
     }
     return d;
@@ -1669,6 +1690,98 @@ fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
         f->u.recon.r->i = 0;
     }
     return res;
+}
+
+/* copy.copy(x) of a pydantic model whose __copy__ is BaseModel's or
+   RootModel's own (hooks.c, fc_plan_pydantic_copy): the hook's steps in
+   its order, its copy() being the copy module's (fastcopy's copy() does
+   what that does, the dispatch table read again on every call).
+   new ref | NULL+exc | NULL, no exc: the hook itself (nothing done) */
+FC_INTERNAL PyObject *
+fc_copy_pydantic(FcState *st, PyObject *x, int hook)
+{
+    if (!fc_pc_ok(st, hook)) {
+        return NULL;
+    }
+    FcHooksState *h = &st->hooks;
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *v, *v2, *d, *d2 = NULL;
+    /* m = cls.__new__(cls) */
+    PyObject *m = tp->tp_new(tp, st->empty_tuple, NULL);
+    if (m == NULL) {
+        return NULL;
+    }
+    /* copy(self.__dict__) */
+    if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
+        goto fail;
+    }
+    d2 = fc_copy(st, d);
+    Py_DECREF(d);
+    if (d2 == NULL) {
+        goto fail;
+    }
+    if (hook == FH_PYDROOT) {
+        /* new_dict['root'] = copy(self.__dict__['root']) */
+        if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
+            goto fail;
+        }
+        v = PyObject_GetItem(d, h->s_root);
+        Py_DECREF(d);
+        v2 = v != NULL ? fc_copy(st, v) : NULL;
+        Py_XDECREF(v);
+        if (v2 == NULL) {
+            goto fail;
+        }
+        int rc = PyObject_SetItem(d2, h->s_root, v2);
+        Py_DECREF(v2);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    /* _object_setattr(m, '__dict__', ...) */
+    if (PyObject_GenericSetAttr(m, st->s_dict, d2) < 0) {
+        goto fail;
+    }
+    Py_CLEAR(d2);
+    for (int i = hook == FH_PYDROOT ? FC_PD_FSET : FC_PD_EXTRA; i <= FC_PD_FSET; i++) {
+        /* _object_setattr(m, name, copy(self.name)): extra, fields set */
+        if ((v = fc_pd_get(NULL, x, h->s_pd[i])) == NULL) {
+            goto fail;
+        }
+        v2 = fc_copy(st, v);
+        Py_DECREF(v);
+        int rc = v2 != NULL ? PyObject_GenericSetAttr(m, h->s_pd[i], v2) : -1;
+        Py_XDECREF(v2);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    if (hook == FH_PYDANTIC) {
+        PyObject *priv;
+        if (fc_pd_private(NULL, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
+            goto fail;
+        }
+        if (priv == NULL) {
+            v2 = Py_NewRef(Py_None);
+        }
+        else {
+            v2 = fc_pd_private_dict(NULL, priv, h->pd_g[3]);
+            Py_DECREF(priv);
+            if (v2 == NULL) {
+                goto fail;
+            }
+        }
+        int rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_PRIVATE], v2);
+        Py_DECREF(v2);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    return m;
+fail:
+    Py_XDECREF(d2);
+    Py_DECREF(m);
+    return NULL;
 }
 
 /* An instance whose __getstate__/__setstate__ a library made (a frozen

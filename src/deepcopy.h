@@ -41,6 +41,10 @@ FC_INTERNAL int fc_demote_all(FcCtx *c);
    put in place" reads them (checked on dicts made for it): sets
    st->dict_slots_ok.  0 | -1+exc */
 FC_INTERNAL int fc_dict_slots_probe(FcState *st);
+/* copy.copy(x) of a pydantic model with BaseModel's or RootModel's own
+   __copy__ (hook: FH_PYDANTIC | FH_PYDROOT), natively.  new ref |
+   NULL+exc | NULL, no exc: not this road now (nothing done) */
+FC_INTERNAL PyObject *fc_copy_pydantic(FcState *st, PyObject *x, int hook);
 /* 0 | -1+RecursionError when this thread's C stack is nearly used up. */
 FC_INTERNAL int fc_stack_check(void);
 

@@ -410,6 +410,8 @@ enum {
     FP_VALUE,         /* an exact stdlib value type: FcPlan.value says which */
     FP_STATEHOOK,     /* __getstate__/__setstate__ a library made, verified:
                          FcPlan.value says whose (FH_*, hooks.h) */
+    FP_PYDCOPY,       /* copy: pydantic's BaseModel.__copy__, verified */
+    FP_PYDROOTCOPY,   /* copy: pydantic's RootModel.__copy__, verified */
 };
 
 /* FcPlan.value: the stdlib value types copied natively (deepcopy.c,

@@ -1029,21 +1029,6 @@ fc_pd_capture(FcState *st)
     if (real == NULL) {
         PyErr_Clear();
         h->pd_checked = 0;
-    Py_CLEAR(h->sk_getstate);
-    Py_CLEAR(h->sk_setstate);
-    for (int i = 0; i < 2; i++) {
-        Py_CLEAR(h->sk_code[i]);
-    }
-    Py_CLEAR(h->sk_base);
-    Py_CLEAR(h->sk_globals);
-    Py_CLEAR(h->sk_builtins);
-    Py_CLEAR(h->s_sk_version);
-    Py_CLEAR(h->s_sk_key);
-    Py_CLEAR(h->s_sk_prefix);
-    Py_CLEAR(h->s_module);
-    Py_CLEAR(h->s_slots);
-    Py_CLEAR(h->s_slotnames);
-    h->sk_checked = 0;
         return 0;
     }
     h->pd_deepcopy = Py_NewRef(f);
@@ -1178,6 +1163,10 @@ fc_pd_ok(FcState *st, int hook)
     return hook == FH_PYDANTIC || (fc_pr_captured(st) && fc_pr_names_ok(st));
 }
 
+#if !FC_FT
+static int fc_pd_shape_ok(FcState *st, PyTypeObject *tp, int hook);
+#endif
+
 FC_INTERNAL int
 fc_plan_pydantic(FcState *st, PyTypeObject *tp)
 {
@@ -1192,9 +1181,16 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
     }
     int hook = dc == st->hooks.pd_deepcopy ? FH_PYDANTIC
                : fc_pr_captured(st) && dc == st->hooks.pr_deepcopy ? FH_PYDROOT : 0;
-    if (hook == 0) {
-        return 0;
-    }
+    return hook == 0 ? 0 : fc_pd_shape_ok(st, tp, hook);
+#endif
+}
+
+#if !FC_FT
+/* What a pydantic hook's steps rely on, for instances of tp: FH_PYDANTIC
+   | FH_PYDROOT (hook) | 0 */
+static int
+fc_pd_shape_ok(FcState *st, PyTypeObject *tp, int hook)
+{
     /* getattr(x, name): object's __getattribute__ (pydantic's __getattr__
        runs only for what that does not find); cls.__new__(cls) is
        object.__new__; the instance has a plain __dict__; the three
@@ -1217,7 +1213,7 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
     }
     for (int i = 0; i < FC_PD_NSLOTS; i++) {
         if (hook == FH_PYDROOT && i != FC_PD_FSET) {
-            continue;       /* RootModel's hook never sets extra or private */
+            continue;       /* RootModel's hooks never set extra or private */
         }
         PyObject *s = _PyType_Lookup(tp, st->hooks.s_pd[i]);
         if (s == NULL || !Py_IS_TYPE(s, &PyMemberDescr_Type)) {
@@ -1225,6 +1221,127 @@ fc_plan_pydantic(FcState *st, PyTypeObject *tp)
         }
     }
     return hook;
+}
+#endif
+
+/*
+ * pydantic 2.14's __copy__ hooks, which copy.copy(model) calls:
+ *     BaseModel.__copy__(self):
+ *         cls = type(self); m = cls.__new__(cls)
+ *         _object_setattr(m, '__dict__', copy(self.__dict__))
+ *         _object_setattr(m, '__pydantic_extra__', copy(self.__pydantic_extra__))
+ *         _object_setattr(m, '__pydantic_fields_set__',
+ *                         copy(self.__pydantic_fields_set__))
+ *         if not hasattr(self, '__pydantic_private__')
+ *                 or self.__pydantic_private__ is None:
+ *             _object_setattr(m, '__pydantic_private__', None)
+ *         else:
+ *             _object_setattr(m, '__pydantic_private__',
+ *                 {k: v for k, v in self.__pydantic_private__.items()
+ *                  if v is not PydanticUndefined})
+ *         return m
+ *     RootModel.__copy__(self):
+ *         cls = type(self); m = cls.__new__(cls)
+ *         new_dict = copy(self.__dict__)
+ *         new_dict['root'] = copy(self.__dict__['root'])
+ *         _object_setattr(m, '__dict__', new_dict)
+ *         _object_setattr(m, '__pydantic_fields_set__',
+ *                         copy(self.__pydantic_fields_set__))
+ *         return m
+ * Their globals and builtins are among those the __deepcopy__ hooks read
+ * (fc_pd_names_ok, fc_pr_names_ok), which are checked for them too.
+ */
+static const FcKnownCode fc_pc_known[] = {
+    {10, {0x3e78a1197fd06bc7ull, 0xda41e081cb5e507bull}},
+    {11, {0x2b78f8e6693bfb7bull, 0xd56fe2c7b6f684b4ull}},
+    {12, {0x9d941ba8c706accfull, 0x0a59350595024064ull}},
+    {13, {0x0653c07f3ee8cd45ull, 0xaf18aae8bdf77a96ull}},
+};
+
+/* Capture BaseModel's (k 0) or RootModel's (k 1) __copy__, once their
+   __deepcopy__ is.  1 | 0 */
+static int
+fc_pc_capture(FcState *st, int k)
+{
+    FcHooksState *h = &st->hooks;
+    if (!(k == 0 ? fc_pd_captured(st) : fc_pr_captured(st))) {
+        return 0;
+    }
+    h->pc_checked[k] = -1;
+    PyObject *dc = k == 0 ? h->pd_deepcopy : h->pr_deepcopy;
+    PyObject *g = k == 0 ? h->pd_globals : h->pr_globals;
+    PyObject *cls = fc_dget(g, k == 0 ? "BaseModel" : "RootModel");
+    if (cls == NULL || !PyType_Check(cls)
+        || _PyType_Lookup((PyTypeObject *)cls, st->s_deepcopy) != dc) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *f = _PyType_Lookup((PyTypeObject *)cls, st->s_copy);
+    if (f == NULL || !PyFunction_Check(f)) {
+        return 0;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)f;
+    if (fn->func_globals != g || fn->func_builtins != ((PyFunctionObject *)dc)->func_builtins
+        || fn->func_closure != NULL || fn->func_kwdefaults != NULL || fn->func_defaults != NULL
+        || !fc_code_known(fn->func_code, fc_pc_known, FC_NKNOWN(fc_pc_known), k)) {
+        return 0;
+    }
+    if (h->s_root == NULL && (h->s_root = PyUnicode_InternFromString("root")) == NULL) {
+        PyErr_Clear();
+        h->pc_checked[k] = 0;
+        return 0;
+    }
+    h->pc_copy[k] = Py_NewRef(f);
+    h->pc_code[k] = Py_NewRef(fn->func_code);
+    h->pc_checked[k] = 1;
+    return 1;
+}
+
+static int
+fc_pc_captured(FcState *st, int k)
+{
+    int c = st->hooks.pc_checked[k];
+    return c > 0 || (c == 0 && fc_pc_capture(st, k));
+}
+
+FC_INTERNAL int
+fc_pc_ok(FcState *st, int hook)
+{
+    int k = hook == FH_PYDROOT;
+    FcHooksState *h = &st->hooks;
+    return fc_pc_captured(st, k) && PyFunction_GET_CODE(h->pc_copy[k]) == h->pc_code[k]
+           && fc_pd_ok(st, hook);
+}
+
+FC_INTERNAL int
+fc_plan_pydantic_copy(FcState *st, PyTypeObject *tp)
+{
+#if FC_FT
+    (void)st;
+    (void)tp;
+    return 0;
+#else
+    /* getattr(cls, "__copy__"): type's own attribute lookup on the
+       metaclass (pydantic's ModelMetaclass adds only a __getattr__, which
+       a found attribute never reaches), nothing of that name on it */
+    PyTypeObject *meta = Py_TYPE(tp);
+    PyObject *f = _PyType_Lookup(tp, st->s_copy);
+    if (f == NULL || !PyFunction_Check(f) || !fc_pd_captured(st)
+        || _PyType_Lookup(meta, st->s_copy) != NULL) {
+        return 0;
+    }
+    PyObject *s_ga = PyUnicode_InternFromString("__getattribute__");
+    if (s_ga == NULL) {
+        return -1;
+    }
+    PyObject *mga = _PyType_Lookup(meta, s_ga), *tga = _PyType_Lookup(&PyType_Type, s_ga);
+    Py_DECREF(s_ga);
+    if (mga == NULL || mga != tga) {
+        return 0;
+    }
+    int hook = fc_pc_captured(st, 0) && f == st->hooks.pc_copy[0] ? FH_PYDANTIC
+               : fc_pc_captured(st, 1) && f == st->hooks.pc_copy[1] ? FH_PYDROOT : 0;
+    return hook == 0 ? 0 : fc_pd_shape_ok(st, tp, hook);
 #endif
 }
 
@@ -1619,6 +1736,11 @@ fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg)
     Py_VISIT(h->pr_code);
     Py_VISIT(h->pr_globals);
     Py_VISIT(h->pr_builtins);
+    for (int i = 0; i < 2; i++) {
+        Py_VISIT(h->pc_copy[i]);
+        Py_VISIT(h->pc_code[i]);
+    }
+    Py_VISIT(h->s_root);
     for (int i = 0; i < 5; i++) {
         Py_VISIT(h->pd_g[i]);
     }
@@ -1670,6 +1792,12 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->pr_globals);
     Py_CLEAR(h->pr_builtins);
     h->pr_checked = 0;
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(h->pc_copy[i]);
+        Py_CLEAR(h->pc_code[i]);
+        h->pc_checked[i] = 0;
+    }
+    Py_CLEAR(h->s_root);
     for (int i = 0; i < 5; i++) {
         Py_CLEAR(h->pd_g[i]);
     }
@@ -1680,4 +1808,19 @@ fc_hooks_clear(FcHooksState *h)
         Py_CLEAR(h->s_pd[i]);
     }
     h->pd_checked = 0;
+    Py_CLEAR(h->sk_getstate);
+    Py_CLEAR(h->sk_setstate);
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(h->sk_code[i]);
+    }
+    Py_CLEAR(h->sk_base);
+    Py_CLEAR(h->sk_globals);
+    Py_CLEAR(h->sk_builtins);
+    Py_CLEAR(h->s_sk_version);
+    Py_CLEAR(h->s_sk_key);
+    Py_CLEAR(h->s_sk_prefix);
+    Py_CLEAR(h->s_module);
+    Py_CLEAR(h->s_slots);
+    Py_CLEAR(h->s_slotnames);
+    h->sk_checked = 0;
 }

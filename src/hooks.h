@@ -72,6 +72,11 @@ typedef struct {
     PyObject *pr_deepcopy, *pr_code;
     PyObject *pr_globals, *pr_builtins;     /* pydantic.root_model's dicts */
     uint64_t pr_ver[2];
+    /* BaseModel.__copy__ [0] and RootModel.__copy__ [1], captured with
+       their __deepcopy__ (the globals they read are a subset of those) */
+    int pc_checked[2];             /* 0 not yet, 1 verified, -1 not available */
+    PyObject *pc_copy[2], *pc_code[2];
+    PyObject *s_root;              /* "root" */
 
     /* scikit-learn's BaseEstimator.__getstate__ / __setstate__ */
     int sk_checked;                /* 0 not yet, 1 verified, -1 not available */
@@ -103,6 +108,13 @@ FC_INTERNAL int fc_plan_pydantic(FcState *st, PyTypeObject *tp);
 /* Are the verified hook (FH_PYDANTIC or FH_PYDROOT) and the globals it
    reads unchanged?  1 | 0 */
 FC_INTERNAL int fc_pd_ok(FcState *st, int hook);
+/* Is tp a pydantic model whose copy.copy() calls BaseModel.__copy__ (or
+   RootModel's), of a verified release, with plain attribute lookup?
+   FH_PYDANTIC | FH_PYDROOT | 0 | -1+exc */
+FC_INTERNAL int fc_plan_pydantic_copy(FcState *st, PyTypeObject *tp);
+/* Is that __copy__ (FH_PYDANTIC or FH_PYDROOT) and what it reads
+   unchanged?  1 | 0 */
+FC_INTERNAL int fc_pc_ok(FcState *st, int hook);
 /* The fingerprint of a code object the hooks are recognised by (hooks.c,
    "Code fingerprints"); also the test function _code_fingerprint.
    0 (*fp set) | -1: a constant it cannot read (no exception) */

@@ -1250,6 +1250,17 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         }
     }
 
+    {
+        /* copy.copy: pydantic's own __copy__ (the copy module's dispatch
+           table is read first, on every copy: copy.c) */
+        int pc = fc_plan_pydantic_copy(st, tp);
+        if (pc < 0) {
+            return -1;
+        }
+        if (pc) {
+            p->shallow = pc == FH_PYDROOT ? FP_PYDROOTCOPY : FP_PYDCOPY;
+        }
+    }
     if (p->gflags & FG_NO_DEEP_DISPATCH) {
         int pd = fc_plan_pydantic(st, tp);
         if (pd < 0) {

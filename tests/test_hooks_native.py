@@ -566,6 +566,93 @@ def test_pydantic_root_patched_global_takes_the_python_road(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
+# pydantic: BaseModel.__copy__ / RootModel.__copy__ (copy.copy)
+# ---------------------------------------------------------------------------------------------
+
+def _shallow_cases(build):
+    """assert_equivalent scenarios: copy.copy of every item of build(), then of the list."""
+    def scenario(impl):
+        src = build()
+        return Case(src, lambda: [impl.copy(m) for m in src])
+    return scenario
+
+
+@needs_pydantic
+def test_pydantic_shallow_copy():
+    assert_equivalent(_shallow_cases(_pyd_data))
+    import fastcopy
+    with fastcopy.patched():
+        assert_equivalent(_shallow_cases(_pyd_data))
+
+
+@needs_pydantic
+def test_pydantic_shallow_copy_overrides():
+    class OwnCopy(POuter):
+        def __copy__(self):
+            return "own"
+
+    class RootOwnCopy(PRoot):
+        def __copy__(self):
+            new = super().__copy__()
+            new.root.append("own")
+            return new
+    assert_equivalent(_shallow_cases(lambda: [OwnCopy(id=1, inner=PInner(v=[]), items=[]),
+                                              RootOwnCopy([1, [2]]), PRoot([[3]])]))
+
+
+@needs_pydantic
+def test_pydantic_shallow_copy_errors_and_unset():
+    def unset_private():
+        m = PPrivate(a=[1])
+        object.__delattr__(m, "__pydantic_private__")
+        return [m]
+
+    def rootless():
+        r = PRoot([1])
+        del r.__dict__["root"]
+        return [r]
+
+    def unset_fields_set():
+        m = PInner(v=[1])
+        object.__delattr__(m, "__pydantic_fields_set__")
+        return [m]
+    for build in (unset_private, rootless, unset_fields_set):
+        assert_equivalent(_shallow_cases(build))
+
+
+@needs_pydantic
+def test_pydantic_shallow_copy_patched_global(monkeypatch):
+    import pydantic.main
+    import fastcopy
+    calls = []
+    real = pydantic.main.copy
+
+    def counting(x):
+        calls.append(type(x).__name__)
+        return real(x)
+    monkeypatch.setattr(pydantic.main, "copy", counting)
+    src = [POuter(id=1, inner=PInner(v=[]), items=[[1]]), PInner(v=[2])]
+    a = [copy.copy(m) for m in src]
+    n_std = len(calls)
+    del calls[:]
+    b = [fastcopy.copy(m) for m in src]
+    assert len(calls) == n_std > 0
+    assert shape.shape(a, src) == shape.shape(b, src)
+
+
+@white_box
+@needs_pydantic
+def test_pydantic_shallow_copy_runs_no_python_hook():
+    import fastcopy
+    src = _pyd_data()
+    [fastcopy.copy(m) for m in src]
+    names, res = python_calls(lambda: [fastcopy.copy(m) for m in src])
+    assert "__copy__" not in names
+    assert "__copy__" in python_calls(lambda: [copy.copy(m) for m in src])[0]
+    assert shape.shape(res, src) == shape.shape([copy.copy(m) for m in src], src)
+
+
+# ---------------------------------------------------------------------------------------------
 # A caller's dict as the memo (FC_MEMO_DICT): the roads write each step into it as the stdlib does
 # ---------------------------------------------------------------------------------------------
 
