@@ -470,6 +470,10 @@ def call_pydantic_model_copy(payload):
     return [o.model_copy(deep=True) for o in payload]
 
 
+def call_shallow_copies(payload):
+    return [copy.copy(o) for o in payload]
+
+
 def _omegaconf_tree():
     return {
         "seed": 15,
@@ -822,6 +826,9 @@ WORKLOADS = [
     _W("pydantic_model_copy", "pydantic", ("pydantic",),
        "order.model_copy(deep=True) for those 200 Orders", build_pydantic_orders,
        call_pydantic_model_copy),
+    _W("pydantic_shallow", "pydantic", ("pydantic",),
+       "copy.copy(order) for those 200 Orders (BaseModel.__copy__)", build_pydantic_orders,
+       call_shallow_copies),
     _W("omegaconf_config", "omegaconf", ("omegaconf",),
        "omegaconf DictConfig of a training config (~330 nodes, interpolations, lists)",
        build_omegaconf_config),
