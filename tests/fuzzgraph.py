@@ -263,8 +263,11 @@ try:
         model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
         a: _typing.Any = None
         b: _typing.Any = None
+
+    class PydRoot(_pydantic.RootModel[list]):
+        model_config = _pydantic.ConfigDict(arbitrary_types_allowed=True)
 except ImportError:  # pragma: no cover - pydantic is installed by CI
-    PydModel = None
+    PydModel = PydRoot = None
 
 NT = collections.namedtuple("NT", "a b")
 
@@ -288,7 +291,7 @@ IMMUTABLE_KINDS = ["tuple", "namedtuple", "frozenset", "frozen_dc", "frozen_slot
 if AttrsRec is not None:
     MUTABLE_KINDS.append("attrs")
 if PydModel is not None:
-    MUTABLE_KINDS.append("pydantic")
+    MUTABLE_KINDS += ["pydantic", "pydantic_root"]
 if _cowdict is not None:  # pragma: no cover - depends on the build
     MUTABLE_KINDS.append("cowdict")
 
@@ -383,6 +386,8 @@ class _Builder:
             o = AttrsRec()
         elif kind == "pydantic":
             o = PydModel()
+        elif kind == "pydantic_root":
+            o = PydRoot([])
         elif kind == "odict":
             o = collections.OrderedDict()
         elif kind == "defaultdict":
@@ -477,6 +482,8 @@ class _Builder:
             o.v = self.pick()
         elif kind in ("slots_dc", "attrs", "pydantic"):
             o.a, o.b = self.pick(), self.pick()
+        elif kind == "pydantic_root":
+            o.root.extend(self.pick() for _ in range(n % 3))
 
     def build(self):
         r = self.rng
