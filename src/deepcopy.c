@@ -294,7 +294,8 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         FC_FT_PIN2(c, item, NULL);
         f->u.list.i++;
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            /* item is borrowed from x's slot i: that one reference */
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get_own(&c->native, item, 1);
             if (v != NULL) {
                 if (PyList_Append(y, v) < 0) {
                     return -1;
@@ -769,9 +770,21 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return 1;
         }
         if (native) {
-            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get(&c->native, v);
+            /* k and v are borrowed from x's entry; a prefilled y holds both
+               in its own entry too until the value is replaced (checked) */
+            Py_ssize_t own = 1;
+            if (f->prefill) {
+#if FC_DICT_SLOTS
+                PyObject **slot = c->st->dict_slots_ok
+                                  ? fc_dict_value_at(f->y, f->u.dict.pos - 1, k) : NULL;
+                own = slot != NULL && *slot == v ? 2 : 0;
+#else
+                own = 0;
+#endif
+            }
+            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get_own(&c->native, v, own);
             if (cv != NULL) {
-                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get(&c->native, k);
+                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get_own(&c->native, k, own);
                 if (ck != NULL) {
                     if (!(f->prefill && cv == v)) {
                         Py_INCREF(ck);
@@ -849,7 +862,7 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     while (f->u.tuple.i < n) {
         PyObject *item = PyTuple_GET_ITEM(x, f->u.tuple.i);
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get(&c->native, item);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get_own(&c->native, item, 1);
             if (v != NULL) {
                 if (fc_tuple_put(f, Py_NewRef(v)) < 0) {
                     return -1;
@@ -1551,14 +1564,19 @@ fc_deep_slots(FcCtx *c, PyObject *x, FcPlan *p)
         if (!PyUnicode_CheckExact(a)) {
             return NULL;
         }
-        Py_hash_t ha = PyObject_Hash(a);        /* exact str: cannot fail */
+        hashes[i] = PyObject_Hash(a);           /* exact str: no code, no error */
+    }
+    if (PyList_GET_SIZE(names) != cap) {
+        return NULL;                            /* (it cannot have changed) */
+    }
+    for (Py_ssize_t i = 1; i < cap; i++) {
+        PyObject *a = PyList_GET_ITEM(names, i);
         for (Py_ssize_t j = 0; j < i; j++) {
             PyObject *b = PyList_GET_ITEM(names, j);
-            if (a == b || (hashes[j] == ha && PyUnicode_Compare(a, b) == 0)) {
+            if (a == b || (hashes[j] == hashes[i] && PyUnicode_Compare(a, b) == 0)) {
                 return NULL;
             }
         }
-        hashes[i] = ha;
     }
     unsigned int tag = p->tag;
     PyObject **sl = PyMem_Calloc((size_t)(3 * cap), sizeof(PyObject *));
@@ -2754,7 +2772,7 @@ fc_enter_tuple(FcCtx *c, PyObject *x)
         for (i = 0; i < n; i++) {
             PyObject *item = PyTuple_GET_ITEM(x, i), *v = item;
             if (!fc_deep_atomic(c, item)) {
-                v = fc_memo_get(&c->native, item);
+                v = fc_memo_get_own(&c->native, item, 1);  /* x's slot i */
                 if (v == NULL) {
                     break;
                 }

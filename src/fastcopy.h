@@ -495,6 +495,9 @@ typedef struct {
     Py_ssize_t nkeep, capkeep;
     Py_ssize_t keep_pos;          /* entries when the first keep-alive came; -1 */
     Py_ssize_t index_slots;       /* slots allocated for index (>= mask + 1) */
+    Py_ssize_t nidx;              /* entries [nidx, n) are proven-fresh ones
+                                     not in the index yet (memo.c, "Proven
+                                     misses"); nidx == n otherwise */
     PyObject **ghost;             /* temporaries not made yet: records of */
     Py_ssize_t nghost, capghost;  /*   FC_GHOST_HEAD words + items (memo.c) */
     PyObject *grave;              /* list: temporaries whose address is a key */

@@ -128,6 +128,7 @@ fc_memo_init(FcMemo *m)
     m->capkeep = FC_MEMO_INLINE;
     m->keep_pos = -1;
     m->index_slots = 0;
+    m->nidx = 0;
     m->ghost = NULL;
     m->nghost = m->capghost = 0;
     m->grave = NULL;
@@ -159,6 +160,7 @@ fc_memo_clear(FcMemo *m)
         /* nothing held (a nested call's table went back to its lender):
            only the scalars to reset */
         m->keep_pos = -1;
+        m->nidx = 0;
         m->miss = NULL;
         m->mir_n = m->mir_keep = 0;
         m->mir_ver = 0;
@@ -246,7 +248,50 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
     m->index = idx;
     m->index_slots = (Py_ssize_t)(got / sizeof(int32_t));
     m->mask = (Py_ssize_t)mask;
+    m->nidx = m->n;
     return 0;
+}
+
+/*
+ * Proven misses.  Past a million objects the memo's index outgrows the
+ * caches, and its probes -- one random access per lookup, another per
+ * store -- became the largest cost of a big copy (a third of the time of
+ * a 1M-record list).  Most objects of such data are referenced once, by
+ * the container the walker is reading, and such an object cannot be in
+ * the memo: every key of the native table is held by a reference the
+ * table or the walker owns (the keep-alive array once its copy is done,
+ * the frame copying it before that, the grave for a hook's additions:
+ * "Invariant" above), so a key in the table has at least one reference
+ * besides the container's.  A caller that knows exactly which references
+ * it is reading through (fc_memo_get_own: `own` of them, all its own or
+ * the source container's, none that can lead the walk back to the key)
+ * gets a miss without a probe when the reference count is just that; the
+ * store that follows appends the entry without indexing it.  Such entries
+ * ([nidx, n)) are indexed in one pass before anything probes the index
+ * (fc_memo_catch_up); in a copy where nothing is met twice, never.  Only
+ * on builds with the GIL and up to 3.13, where a reference count is exact
+ * (free-threaded builds split it between threads; 3.14's interpreter
+ * lends references it does not count).
+ */
+#define FC_MEMO_PENDING ((size_t)-1)
+
+/* Index the entries [nidx, n): there is room, since none was appended
+   unindexed unless the index then had room for it (fc_memo_set). */
+FC_NOINLINE void
+fc_memo_catch_up(FcMemo *m)
+{
+    size_t mask = (size_t)m->mask;
+    for (Py_ssize_t i = m->nidx; i < m->n; i++) {
+        if (m->entries[i].key == NULL) {
+            continue;                   /* a ghost: indexed when filled */
+        }
+        size_t j = fc_memo_hash(m->entries[i].key) & mask;
+        while (m->index[j] != 0) {
+            j = (j + 1) & mask;
+        }
+        m->index[j] = (int32_t)(i + 1);
+    }
+    m->nidx = m->n;
 }
 
 /* borrowed copy | NULL (missing; never an error).  A miss is remembered:
@@ -264,6 +309,9 @@ fc_memo_get(FcMemo *m, PyObject *key)
         m->miss = key;
         return NULL;
     }
+    if (FC_UNLIKELY(m->nidx != m->n)) {
+        fc_memo_catch_up(m);
+    }
     size_t mask = (size_t)m->mask;
     size_t j = fc_memo_hash(key) & mask;
     for (;;) {
@@ -278,6 +326,29 @@ fc_memo_get(FcMemo *m, PyObject *key)
         }
         j = (j + 1) & mask;
     }
+}
+
+#if !FC_FT && PY_VERSION_HEX < 0x030E0000
+#  define FC_PROVEN_MISS 1
+#else
+#  define FC_PROVEN_MISS 0
+#endif
+
+/* fc_memo_get for a key the caller reads through `own` references it
+   knows (0: none it can vouch for): "Proven misses" above. */
+FC_INTERNAL_INLINE PyObject *
+fc_memo_get_own(FcMemo *m, PyObject *key, Py_ssize_t own)
+{
+#if FC_PROVEN_MISS
+    if (own != 0 && m->mask != 0 && Py_REFCNT(key) == own) {
+        m->miss = key;
+        m->miss_slot = FC_MEMO_PENDING;
+        return NULL;
+    }
+#else
+    (void)own;
+#endif
+    return fc_memo_get(m, key);
 }
 
 /* Was key the last lookup, a miss, with nothing inserted since? */
@@ -330,7 +401,10 @@ static int
 fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
 {
     size_t j = 0;
-    if (m->miss == key) {
+    if (m->mask != 0 && m->nidx != m->n) {
+        fc_memo_catch_up(m);
+    }
+    if (m->miss == key && m->miss_slot != FC_MEMO_PENDING) {
         j = m->miss_slot;
     }
     else if (m->mask == 0) {
@@ -361,6 +435,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
     Py_ssize_t pos = m->n++;
     m->entries[pos].key = key;
     m->entries[pos].value = Py_NewRef(value);
+    m->nidx = m->n;
     if (m->mask != 0 && m->n * 2 <= m->mask) {
         m->index[j] = (int32_t)(pos + 1);   /* the free slot found above */
         return 0;
@@ -376,6 +451,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
         }
         if (fc_memo_reindex(m, need < m->cap ? need : m->cap) < 0) {
             m->n--;
+            m->nidx = m->n;
             Py_DECREF(m->entries[pos].value);
             return -1;
         }
@@ -397,7 +473,12 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
         m->miss = NULL;
         m->entries[pos].key = key;
         m->entries[pos].value = Py_NewRef(value);
-        m->index[m->miss_slot] = (int32_t)(pos + 1);
+        if (m->miss_slot != FC_MEMO_PENDING) {
+            /* a probe's miss: nothing was appended since, none pending */
+            FC_ASSERT(m->nidx == pos);
+            m->index[m->miss_slot] = (int32_t)(pos + 1);
+            m->nidx = m->n;
+        }
         return 0;
     }
     return fc_memo_set_slow(m, key, value);
@@ -571,9 +652,13 @@ fc_ghost_entry(FcMemo *m)
     if (m->n == m->cap && fc_memo_grow(m) < 0) {
         return -1;
     }
+    if (m->mask != 0 && m->nidx != m->n) {
+        fc_memo_catch_up(m);
+    }
     Py_ssize_t pos = m->n++;
     m->entries[pos].key = NULL;
     m->entries[pos].value = NULL;
+    m->nidx = m->n;     /* a ghost is indexed when it is filled */
     return pos;
 }
 
@@ -595,6 +680,7 @@ fc_memo_ghost_add(FcMemo *m, Py_ssize_t n)
     Py_ssize_t n0 = m->n, k0 = m->nkeep, epos, kpos;
     if ((epos = fc_ghost_entry(m)) < 0 || (kpos = fc_ghost_keep(m)) < 0) {
         m->n = n0;
+        m->nidx = m->nidx < n0 ? m->nidx : n0;
         m->nkeep = k0;
         for (Py_ssize_t j = 0; j < n; j++) {
             Py_DECREF(rec[FC_GHOST_HEAD + j]);
@@ -669,6 +755,7 @@ fc_memo_ghost_slots(FcMemo *m, Py_ssize_t dpos, Py_ssize_t n, PyObject *const *n
     if ((dk = fc_ghost_keep(m)) < 0 || (tpos = fc_ghost_entry(m)) < 0
         || (tk = fc_ghost_keep(m)) < 0) {
         m->n = n0;
+        m->nidx = m->nidx < n0 ? m->nidx : n0;
         m->nkeep = k0;
         return -1;
     }

@@ -22,6 +22,11 @@ FC_INTERNAL void fc_memo_clear(FcMemo *m);
 /* borrowed copy | NULL (missing; never an error).  A miss is remembered
    for the store that usually follows (fc_memo_missed, fc_memo_set). */
 FC_INTERNAL_INLINE PyObject *fc_memo_get(FcMemo *m, PyObject *key);
+/* fc_memo_get for a key read through exactly `own` references the caller
+   can vouch for (the source container's slot it read, a private copy's):
+   a reference count of just that proves a miss, answered without a probe
+   (memo.c, "Proven misses").  own 0: an ordinary lookup. */
+FC_INTERNAL_INLINE PyObject *fc_memo_get_own(FcMemo *m, PyObject *key, Py_ssize_t own);
 /* Was key the last lookup, a miss, with nothing inserted since?  1 | 0 */
 FC_INTERNAL_INLINE int fc_memo_missed(FcMemo *m, PyObject *key);
 /* memo[id(key)] = value (borrowed; a new reference is taken).  No user
