@@ -45,6 +45,14 @@
  *       write is under way the dict may be tracked (dict insertion tracks
  *       it); the holder then visits the dict instead, so the collector
  *       counts each reference exactly once in either state.
+ *   I7  A holder is tracked only while some key or value may be part of a
+ *       reference cycle (fc_cow_may_cycle: any object the collector handles
+ *       except a tuple it has already untracked, which stays untracked);
+ *       t->gc says so, set when the table is made (inherited from the table
+ *       copied, or found by a scan) and by every write that inserts such an
+ *       object, never cleared.  A table of strs, numbers and plain tuples
+ *       -- as a dict of them, which CPython leaves untracked -- costs a
+ *       collection nothing however big it is.
  *
  * The rule for user code
  * ----------------------
@@ -209,6 +217,8 @@ enum { FC_COW_KEYS = 0, FC_COW_VALUES, FC_COW_ITEMS, FC_COW_ITER,
 typedef struct {
     PyObject_HEAD
     PyObject *dict;       /* exact dict, untracked by the GC (I6) */
+    int gc;               /* a key or value may be part of a cycle: the
+                             holder is tracked (I7); 0: it is not */
 } FcCowTable;
 
 typedef struct {
@@ -327,9 +337,57 @@ fc_cow_untrack(PyObject *d)
     }
 }
 
-/* new ref | NULL+exc: a holder of dict d (stolen). */
+/* May o be part of a reference cycle (I7)?  An object the collector does
+   not handle cannot; a tuple it has untracked holds none that can, and a
+   tuple is never tracked again.  Anything else may (an untracked dict is
+   tracked again when it gets such a value). */
+FC_INLINE int
+fc_cow_may_cycle(PyObject *o)
+{
+    if (!PyObject_IS_GC(o)) {
+        return 0;
+    }
+    return !PyTuple_CheckExact(o) || FC_COW_TRACKED(o);
+}
+
+/* Does exact dict d hold a key or value that may be part of a cycle?
+   Runs no code. */
+static int
+fc_cow_scan_gc(PyObject *d)
+{
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (fc_cow_may_cycle(k) || fc_cow_may_cycle(v)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* I7: t may hold a cycle from now on. */
+FC_INLINE void
+fc_cow_set_gc(FcCowTable *t)
+{
+    t->gc = 1;
+    if (!FC_COW_TRACKED((PyObject *)t)) {
+        PyObject_GC_Track(t);
+    }
+}
+
+/* I7: table t got key -> value. */
+FC_INLINE void
+fc_cow_note_gc(FcCowTable *t, PyObject *key, PyObject *value)
+{
+    if (!t->gc && (fc_cow_may_cycle(key) || fc_cow_may_cycle(value))) {
+        fc_cow_set_gc(t);
+    }
+}
+
+/* new ref | NULL+exc: a holder of dict d (stolen); gc: what I7 says of d's
+   contents (the table it was copied from says), -1: not known (a scan). */
 static FcCowTable *
-fc_cow_table_new(PyObject *types, PyObject *d)
+fc_cow_table_new(PyObject *types, PyObject *d, int gc)
 {
     FcCowTable *t;
     if (d == NULL) {
@@ -343,7 +401,10 @@ fc_cow_table_new(PyObject *types, PyObject *d)
     }
     fc_cow_untrack(d);
     t->dict = d;
-    PyObject_GC_Track(t);
+    t->gc = gc >= 0 ? gc : fc_cow_scan_gc(d);
+    if (t->gc) {
+        PyObject_GC_Track(t);
+    }
     return t;
 }
 
@@ -614,7 +675,7 @@ fc_cow_own(FcCowDict *self)
     while (!self->busy && !FC_COW_UNIQUE((PyObject *)self->tab)) {
         FcCowTable *t = (FcCowTable *)Py_NewRef(self->tab);
         /* both calls allocate: a finalizer may replace self->tab meanwhile */
-        FcCowTable *n = fc_cow_table_new(self->types, fc_cow_dict_copy(t->dict));
+        FcCowTable *n = fc_cow_table_new(self->types, fc_cow_dict_copy(t->dict), t->gc);
         if (n == NULL) {
             Py_DECREF(t);
             return -1;
@@ -678,12 +739,13 @@ fc_cow_lookup(FcCowDict *self, PyObject *key, PyObject **res)
     return r;
 }
 
-/* After a write that may have inserted key -> value: I6. */
+/* After a write that may have inserted key -> value into t: I6, I7. */
 FC_INLINE void
-fc_cow_untrack_after(PyObject *d, PyObject *key, PyObject *value)
+fc_cow_untrack_after(FcCowTable *t, PyObject *key, PyObject *value)
 {
     if (PyType_IS_GC(Py_TYPE(key)) || PyType_IS_GC(Py_TYPE(value))) {
-        fc_cow_untrack(d);
+        fc_cow_untrack(t->dict);
+        fc_cow_note_gc(t, key, value);
     }
 }
 
@@ -778,7 +840,7 @@ fc_cow_store(FcCowDict *self, PyObject *key, PyObject *value)
     self->busy++;
     rc = FC_COW_SETH(t->dict, key, value, h);
     self->busy--;
-    fc_cow_untrack_after(t->dict, key, value);
+    fc_cow_untrack_after(t, key, value);
     if (rc == 0) {
         /* a user key's old value is unknown: nmut stays an upper bound */
         self->nmut += nv - (exact && old != NULL ? fc_cow_needs(old) : 0);
@@ -963,7 +1025,7 @@ fc_cow_setdefault(FcCowDict *self, PyObject *key, PyObject *dflt)
     r = Py_XNewRef(PyDict_SetDefault(t->dict, key, dflt));
 #endif
     self->busy--;
-    fc_cow_untrack_after(t->dict, key, dflt);
+    fc_cow_untrack_after(t, key, dflt);
     if (r != NULL && self->wseq == seq && PyDict_GET_SIZE(t->dict) == n0 + 1) {
         self->nmut += fc_cow_needs(dflt);
         fc_cow_note_key(self, key);
@@ -1001,7 +1063,7 @@ fc_cow_clear(FcCowDict *self)
         }
     }
     else {
-        FcCowTable *n = fc_cow_table_new(self->types, PyDict_New());
+        FcCowTable *n = fc_cow_table_new(self->types, PyDict_New(), 0);
         if (n == NULL) {
             return -1;
         }
@@ -1044,7 +1106,8 @@ static FcCowTable *
 fc_cow_table_copy(FcCowDict *self)
 {
     PyObject *d = Py_NewRef(FC_COW_DICT(self));
-    FcCowTable *t = fc_cow_table_new(self->types, fc_cow_dict_copy(d));
+    int gc = self->tab->gc;     /* d's table's, read before the copy allocates */
+    FcCowTable *t = fc_cow_table_new(self->types, fc_cow_dict_copy(d), gc);
     Py_DECREF(d);
     return t;
 }
@@ -1085,7 +1148,7 @@ static int
 fc_cow_merge_dict(FcCowDict *self, PyObject *src)
 {
     Py_ssize_t pos = 0, nv = 0, dec = 0;
-    int km = 0, odd = 0, allstr = 1, quiet, rc;
+    int km = 0, odd = 0, allstr = 1, quiet, rc, gcs = 0;
     uint32_t seq;
     PyObject *k, *v, *cur;
     FcCowTable *t;
@@ -1106,6 +1169,7 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
     FC_CS_BEGIN(src);
     while (PyDict_Next(src, &pos, &k, &v)) {
         int plain = fc_cow_plain(k);
+        gcs |= fc_cow_may_cycle(k) || fc_cow_may_cycle(v);
         nv += fc_cow_needs(v);
         km |= fc_cow_needs(k);
         odd |= !plain;
@@ -1138,6 +1202,11 @@ fc_cow_merge_dict(FcCowDict *self, PyObject *src)
     }
     self->busy--;
     fc_cow_untrack(t->dict);
+    /* I7: what src held when read; a key that is not plain may have run
+       code that changed src during the merge: then what the table holds */
+    if (!t->gc && (gcs || (odd && fc_cow_scan_gc(t->dict)))) {
+        fc_cow_set_gc(t);
+    }
     if (rc == 0 && self->wseq == seq && (!FC_FT || self->busy == 0)) {
         self->nmut += nv - dec;
         self->keys_mut |= (int16_t)km;
@@ -1907,7 +1976,7 @@ fc_cow_new_empty(PyTypeObject *tp)
         PyErr_SetString(PyExc_SystemError, "cowdict: helper types missing");
         return NULL;
     }
-    return fc_cow_alloc(tp, types, fc_cow_table_new(types, PyDict_New()));
+    return fc_cow_alloc(tp, types, fc_cow_table_new(types, PyDict_New(), 0));
 }
 
 static PyObject *
@@ -2239,7 +2308,8 @@ fc_cow_deep_slow(FcCowDict *self, PyObject *memo)
     d = t->dict;
     res = fc_cow_alloc(Py_TYPE(self), self->types,
                        fc_cow_table_new(self->types,
-                                        rebuild ? PyDict_New() : fc_cow_dict_copy(d)));
+                                        rebuild ? PyDict_New() : fc_cow_dict_copy(d),
+                                        rebuild ? 0 : t->gc));
     if (res == NULL) {
         goto error;
     }

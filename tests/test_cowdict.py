@@ -795,6 +795,92 @@ class GCTest(unittest.TestCase):
         self.assertIn(1, inner)
 
 
+class TableTrackingTest(unittest.TestCase):
+    """I7 (src/cowdict.c): a table whose keys and values cannot be part of a cycle is not
+    tracked by the collector, as CPython leaves such a dict untracked; anything that may be
+    (any container but a tuple the collector has already untracked) tracks it for good."""
+
+    @staticmethod
+    def holder(m):
+        (h,) = [r for r in gc.get_referents(m) if type(r).__name__ == "cowdict_table"]
+        return h
+
+    def assertTracked(self, m, tracked):
+        self.assertEqual(gc.is_tracked(self.holder(m)), tracked)
+        self.assertTrue(gc.is_tracked(m))
+
+    def test_immutable_contents(self):
+        plain_tuple = (1, "a", 2.5)
+        gc.collect()                # CPython untracks tuples of atoms when it sees them
+        self.assertFalse(gc.is_tracked(plain_tuple))
+        for m in (cowdict(), cowdict(a=1), cowdict({i: str(i) for i in range(1000)}),
+                  cowdict({"t": plain_tuple, b"x": None, 1.5: True, (1, 2): "k"})):
+            self.assertTracked(m, False)
+            self.assertTracked(m.copy(), False)
+            self.assertTracked(copy.deepcopy(m), False)
+            c = m.copy()
+            c["more"] = "str"
+            self.assertTracked(c, False)
+
+    def test_containers_track_the_table(self):
+        for value in ([], {}, set(), (1, []), Box(), lambda: None, cowdict()):
+            for build in (lambda v: cowdict(x=v),
+                          lambda v: cowdict({"x": v}),
+                          lambda v: cowdict([("x", v)])):
+                self.assertTracked(build(value), True)
+            m = cowdict(a=1)
+            c = m.copy()
+            c["x"] = value
+            self.assertTracked(c, True)
+            self.assertTracked(m, False)
+            m = cowdict(a=1)
+            m.setdefault("x", value)
+            self.assertTracked(m, True)
+            m = cowdict(a=1)
+            m.update(cowdict(y=value))
+            self.assertTracked(m, True)
+            m = cowdict(a=1)
+            m |= {"z": value}
+            self.assertTracked(m, True)
+            # a key too
+            if isinstance(value, tuple) or type(value).__hash__ is not None:
+                try:
+                    m = cowdict({value: 1})
+                except TypeError:
+                    continue
+                self.assertTracked(m, True)
+
+    def test_tracked_for_good(self):
+        m = cowdict(a=[])
+        del m["a"]
+        self.assertTracked(m, True)     # as a dict stays tracked until a collection
+
+    def test_cycles_through_a_tracked_table_are_collected(self):
+        m = cowdict({i: str(i) for i in range(100)})
+        self.assertTracked(m, False)
+        sentinel = Box()
+        m["box"] = Box(m)
+        m["sentinel"] = sentinel
+        self.assertTracked(m, True)
+        wr = weakref.ref(sentinel)
+        del m, sentinel
+        gc.collect()
+        self.assertIsNone(wr())
+
+    def test_an_untracked_dict_value_tracks_the_table(self):
+        inner = {}
+        self.assertFalse(gc.is_tracked(inner))
+        m = cowdict(inner=inner)
+        self.assertTracked(m, True)      # inner may get a container later: a cycle
+        sentinel = Box()
+        inner["m"] = m
+        inner["s"] = sentinel
+        wr = weakref.ref(sentinel)
+        del m, inner, sentinel
+        gc.collect()
+        self.assertIsNone(wr())
+
+
 class RefleakTest(unittest.TestCase):
     def check_no_leak(self, fn, rounds=200):
         val = Box()
