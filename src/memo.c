@@ -275,11 +275,30 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
  */
 #define FC_MEMO_PENDING ((size_t)-1)
 
-/* Index the entries [nidx, n): there is room, since none was appended
-   unindexed unless the index then had room for it (fc_memo_set). */
-FC_NOINLINE void
+/* How many entries to size the index for: as many as the entries block
+   holds, as a block grown by doubling would have it -- but a spare block
+   can hold 64K entries, and a small copy must not clear an index for all
+   of them: at most 4096 or the power of two above the entries in use. */
+static Py_ssize_t
+fc_memo_index_need(FcMemo *m)
+{
+    Py_ssize_t need = 4096;
+    while (need <= m->n) {
+        need <<= 1;
+    }
+    return need < m->cap ? need : m->cap;
+}
+
+/* Index the entries [nidx, n), growing the index first if they need it
+   (pending entries never grow it themselves: a copy whose index nothing
+   probes never builds it past its first size).  0 | -1+exc (MemoryError:
+   nothing changed) */
+FC_NOINLINE int
 fc_memo_catch_up(FcMemo *m)
 {
+    if (m->n * 2 > m->mask) {
+        return fc_memo_reindex(m, fc_memo_index_need(m));   /* all of them */
+    }
     size_t mask = (size_t)m->mask;
     for (Py_ssize_t i = m->nidx; i < m->n; i++) {
         if (m->entries[i].key == NULL) {
@@ -292,6 +311,20 @@ fc_memo_catch_up(FcMemo *m)
         m->index[j] = (int32_t)(i + 1);
     }
     m->nidx = m->n;
+    return 0;
+}
+
+/* The entry of key among the pending ones, read one by one: what a
+   lookup does when indexing them failed (out of memory). */
+FC_NOINLINE PyObject *
+fc_memo_pending_scan(FcMemo *m, PyObject *key)
+{
+    for (Py_ssize_t i = m->nidx; i < m->n; i++) {
+        if (m->entries[i].key == key) {
+            return m->entries[i].value;
+        }
+    }
+    return NULL;
 }
 
 /* borrowed copy | NULL (missing; never an error).  A miss is remembered:
@@ -309,14 +342,21 @@ fc_memo_get(FcMemo *m, PyObject *key)
         m->miss = key;
         return NULL;
     }
-    if (FC_UNLIKELY(m->nidx != m->n)) {
-        fc_memo_catch_up(m);
+    int pending = 0;
+    if (FC_UNLIKELY(m->nidx != m->n) && fc_memo_catch_up(m) < 0) {
+        /* a lookup cannot fail: the index as it is, then the rest */
+        PyErr_Clear();
+        pending = 1;
     }
     size_t mask = (size_t)m->mask;
     size_t j = fc_memo_hash(key) & mask;
     for (;;) {
         int32_t e = m->index[j];
         if (e == 0) {
+            if (FC_UNLIKELY(pending)) {
+                m->miss = NULL;         /* no slot to remember */
+                return fc_memo_pending_scan(m, key);
+            }
             m->miss = key;
             m->miss_slot = j;
             return NULL;
@@ -401,8 +441,20 @@ static int
 fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
 {
     size_t j = 0;
-    if (m->mask != 0 && m->nidx != m->n) {
-        fc_memo_catch_up(m);
+    if (m->miss == key && m->miss_slot == FC_MEMO_PENDING && m->mask != 0) {
+        /* a proven miss: appended, not indexed (the index grows when it is
+           caught up) */
+        if (m->n == m->cap && fc_memo_grow(m) < 0) {
+            return -1;
+        }
+        m->miss = NULL;
+        Py_ssize_t pos = m->n++;
+        m->entries[pos].key = key;
+        m->entries[pos].value = Py_NewRef(value);
+        return 0;
+    }
+    if (m->mask != 0 && m->nidx != m->n && fc_memo_catch_up(m) < 0) {
+        return -1;
     }
     if (m->miss == key && m->miss_slot != FC_MEMO_PENDING) {
         j = m->miss_slot;
@@ -441,15 +493,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
         return 0;
     }
     if (m->mask != 0 || m->n > FC_MEMO_INLINE) {
-        /* sized for the entries block, as a block grown by doubling would
-           have it -- but a spare block can hold 64K entries, and a small
-           copy must not clear an index for all of them: at most 4096 or
-           the power of two above the entries in use */
-        Py_ssize_t need = 4096;
-        while (need <= m->n) {
-            need <<= 1;
-        }
-        if (fc_memo_reindex(m, need < m->cap ? need : m->cap) < 0) {
+        if (fc_memo_reindex(m, fc_memo_index_need(m)) < 0) {
             m->n--;
             m->nidx = m->n;
             Py_DECREF(m->entries[pos].value);
@@ -468,7 +512,7 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     /* the usual store: right after the key's lookup missed, with room in
        both the entries and the index (what fc_memo_set_slow would do) */
     if (FC_LIKELY(m->miss == key && m->mask != 0 && m->n < m->cap
-                  && (m->n + 1) * 2 <= m->mask)) {
+                  && ((m->n + 1) * 2 <= m->mask || m->miss_slot == FC_MEMO_PENDING))) {
         Py_ssize_t pos = m->n++;
         m->miss = NULL;
         m->entries[pos].key = key;
@@ -652,8 +696,8 @@ fc_ghost_entry(FcMemo *m)
     if (m->n == m->cap && fc_memo_grow(m) < 0) {
         return -1;
     }
-    if (m->mask != 0 && m->nidx != m->n) {
-        fc_memo_catch_up(m);
+    if (m->mask != 0 && m->nidx != m->n && fc_memo_catch_up(m) < 0) {
+        return -1;
     }
     Py_ssize_t pos = m->n++;
     m->entries[pos].key = NULL;
