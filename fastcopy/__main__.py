@@ -78,6 +78,10 @@ def _parser():
                    help="also draw the speedups over the stdlib as a bar chart, SVG or PNG by "
                         "FILE's extension (with --realistic too); needs matplotlib: "
                         'pip install "fastcopy-ml[plot]"')
+    p.add_argument("--scale", action="store_true",
+                   help="the scale benchmark instead: cost per item of copies of 1,000 to "
+                        "1,000,000 records, dict entries, tree and graph nodes, with the "
+                        "memo-free floor (python -m fastcopy --scale -h; docs/scale.md)")
     p.epilog = ("python -m fastcopy profile [options] script.py [args]: run a script under the "
                 "copy profiler instead (python -m fastcopy profile -h)")
     return p
@@ -362,6 +366,9 @@ def main(argv=None, out=None, err=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "profile":
         return _main_profile(argv[1:], out, err)
+    if "--scale" in argv:
+        from . import _scale
+        return _scale.main(argv, out, err)
     args = _parser().parse_args(argv)
 
     if args.realistic:

@@ -16,13 +16,14 @@ import math
 import os
 
 __all__ = ["MissingMatplotlib", "INSTALL_HINT", "FORMATS", "pyplot", "check_path",
-           "plot_bench", "plot_realistic", "plot_profile"]
+           "plot_bench", "plot_realistic", "plot_profile", "plot_scale"]
 
 INSTALL_HINT = 'pip install "fastcopy-ml[plot]" (or: pip install matplotlib)'
 FORMATS = (".svg", ".png")
 
 # fixed colours per series, so fastcopy looks the same in every chart
-_COLORS = {"fastcopy": "#1f77b4", "copium": "#ff7f0e", "pickle": "#2ca02c"}
+_COLORS = {"fastcopy": "#1f77b4", "copium": "#ff7f0e", "pickle": "#2ca02c",
+           "stdlib": "#7f7f7f", "floor": "#000000"}
 _OBJECTS_COLOR, _BUFFERS_COLOR = "#1f77b4", "#9467bd"
 
 
@@ -208,6 +209,50 @@ def plot_realistic(doc, path, title=None):
     return _speedup_chart(plt, rows, series, path, title,
                           "times faster than copy.deepcopy (log scale; 1 = the stdlib)",
                           note=note)
+
+
+def plot_scale(doc, path, title=None):
+    """Chart of a ``python -m fastcopy --scale --json`` document: one panel per shape, CPU
+    nanoseconds per item against N (both log scales), a line per implementation and the
+    memo-free floor (dashed); each line a ``<g>`` with id ``line:SHAPE:IMPL``."""
+    check_path(path)
+    plt = pyplot()
+    shapes = []
+    for r in doc["rows"]:
+        if r["shape"] not in shapes:
+            shapes.append(r["shape"])
+    cols = min(2, len(shapes))
+    nrows = (len(shapes) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.3 * nrows + 0.6),
+                             squeeze=False)
+    for i, shape in enumerate(shapes):
+        ax = axes[i // cols][i % cols]
+        rows = [r for r in doc["rows"] if r["shape"] == shape]
+        impls = [k for k in ("floor", "stdlib", "copium", "fastcopy") if k in rows[0]["results"]]
+        for name in impls:
+            xs = [r["n"] for r in rows]
+            ys = [r["results"][name]["ns"] for r in rows]
+            line, = ax.plot(xs, ys, marker="o", markersize=3, label=name,
+                            color=_COLORS.get(name), linestyle="--" if name == "floor" else "-")
+            line.set_gid("line:%s:%s" % (shape, name))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(shape, fontsize=9)
+        ax.set_xlabel("N (items)", fontsize=8)
+        ax.set_ylabel("ns per item (CPU)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(which="major", linewidth=0.3, alpha=0.6)
+        if i == 0:
+            ax.legend(fontsize=7, frameon=False)
+    for j in range(len(shapes), nrows * cols):
+        axes[j // cols][j % cols].axis("off")
+    meta = doc.get("meta", {})
+    if title is None:
+        title = run_title(meta, "deep copies as they grow: CPU ns per item, collector %s"
+                          % meta.get("gc", "off"))
+    fig.suptitle(title, fontsize=9.5)
+    fig.tight_layout()
+    _save(plt, fig, path)
 
 
 # ------------------------------------------------------------------ profiler

@@ -305,3 +305,40 @@ class RealisticChildEnvironment(unittest.TestCase):
                 os.environ.pop(v, None)
                 if val is not None:
                     os.environ[v] = val
+
+
+class ScaleBenchmark(unittest.TestCase):
+    """python -m fastcopy --scale: every shape's copies checked against the stdlib, a row per
+    shape and N, JSON with the numbers (the floor included)."""
+
+    def test_small_run_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "scale.json")
+            rc, out, err = run_main("--scale", "--max-n", "1000", "--no-copium", "--json", path)
+            self.assertEqual(rc, 0, err)
+            with open(path) as f:
+                doc = json.load(f)
+        self.assertEqual(doc["meta"]["suite"], "scale")
+        from fastcopy import _scale
+        self.assertEqual([r["shape"] for r in doc["rows"]], list(_scale.SHAPES))
+        for row in doc["rows"]:
+            self.assertEqual(row["n"], 1000)
+            self.assertEqual(set(row["results"]), {"floor", "stdlib", "fastcopy"})
+            for r in row["results"].values():
+                self.assertGreater(r["ns"], 0)
+                self.assertGreaterEqual(r["gc_ms"], 0)
+            self.assertIn(row["shape"], out)
+
+    def test_floors_build_what_the_stdlib_builds(self):
+        import copy
+        from fastcopy import _scale
+        for shape, (build, floor, _) in _scale.SHAPES.items():
+            data = build(300)
+            self.assertTrue(_scale._shape_of(copy.deepcopy(data), floor(data)), shape)
+            self.assertFalse(_scale._shape_of(data, [data]), shape)
+
+    def test_peak_rss_child(self):
+        if sys.platform == "win32":
+            self.skipTest("the resource module is POSIX")
+        from fastcopy import _scale
+        self.assertGreater(_scale.peak_rss("records", 100_000, "fastcopy"), 0)
