@@ -267,7 +267,7 @@ fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
 /* ------------------------------------------------------------------ */
 
 /* _deepcopy_list: y = []; memo[id(x)] = y; for a in x: y.append(deepcopy(a)) */
-static int
+FC_INLINE int
 fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 {
     PyObject *x = f->x, *y = f->y;
@@ -638,7 +638,28 @@ fc_demote_all(FcCtx *c)
 /* _deepcopy_dict: y = {}; memo[id(x)] = y;
    for key, value in x.items(): y[deepcopy(key)] = deepcopy(value)
    (the value is copied first) */
-static int
+/* References to the key and value of the entry a dict frame just read
+   (before f->u.dict.pos) that the frame can vouch for: x's entry; a
+   prefilled y's entry too while it still holds that value (checked).
+   0: not known (an ordinary lookup). */
+FC_NOINLINE Py_ssize_t
+fc_dict_own(FcCtx *c, FcFrame *f, PyObject *k, PyObject *v)
+{
+    if (!f->prefill) {
+        return 1;
+    }
+#if FC_DICT_SLOTS
+    PyObject **slot = c->st->dict_slots_ok ? fc_dict_value_at(f->y, f->u.dict.pos - 1, k) : NULL;
+    return slot != NULL && *slot == v ? 2 : 0;
+#else
+    (void)c;
+    (void)k;
+    (void)v;
+    return 0;
+#endif
+}
+
+FC_INLINE int
 fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 {
     PyObject *x = f->x, *y = f->y;
@@ -770,18 +791,9 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return 1;
         }
         if (native) {
-            /* k and v are borrowed from x's entry; a prefilled y holds both
-               in its own entry too until the value is replaced (checked) */
-            Py_ssize_t own = 1;
-            if (f->prefill) {
-#if FC_DICT_SLOTS
-                PyObject **slot = c->st->dict_slots_ok
-                                  ? fc_dict_value_at(f->y, f->u.dict.pos - 1, k) : NULL;
-                own = slot != NULL && *slot == v ? 2 : 0;
-#else
-                own = 0;
-#endif
-            }
+            /* k and v are borrowed from x's entry (fc_dict_own: how many
+               references to them this frame can vouch for) */
+            Py_ssize_t own = FC_UNLIKELY(fc_memo_proving(&c->native)) ? fc_dict_own(c, f, k, v) : 0;
             PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get_own(&c->native, v, own);
             if (cv != NULL) {
                 PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get_own(&c->native, k, own);
@@ -850,7 +862,7 @@ fc_tuple_put(FcFrame *f, PyObject *res)
 
 /* _deepcopy_tuple: copy every item; a memo entry for x made meanwhile wins;
    all items identical -> x itself. */
-static int
+FC_INLINE int
 fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 {
     PyObject *x = f->x;
