@@ -68,17 +68,23 @@ typedef struct {
     const FcCopyOp *ops;
     Py_ssize_t nops;
     size_t lo, hi;          /* byte range of the concatenated copies */
-    int populate;           /* fc_copy_bytes */
+    int road;               /* FC_ROAD_* */
 } FcParJob;
 
 /* Pieces of a big copy: its destination pages are populated just before
    they are written (below), a piece at a time so they are still in cache. */
 #define FC_POPULATE_MIN ((size_t)1 << 16)
 #define FC_POPULATE_PIECE ((size_t)2 << 20)
+/* A transparent huge page, and the destinations that get them: numpy's own
+   allocator advises huge pages from 4 MiB on (numpy's alloc.c), and so does
+   FC_ROAD_HUGE, for torch's too. */
+#define FC_HUGE_PAGE ((size_t)2 << 20)
+#define FC_HUGE_MIN ((size_t)4 << 20)
 
 #if FC_PLAT_HAVE_POPULATE
 #  include <stdatomic.h>
 static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking */
+static atomic_int fc_thp_mode = -1;     /* fc_plat_thp_mode(), read once */
 
 /* Populate the pages of [a, b) (page aligned, at most one piece) that are
    not mapped yet, and only those: mincore() tells, one byte per page, from
@@ -115,31 +121,99 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
     }
     return 0;
 }
+
+/* The kernel's THP mode (platform.h), read at the first big copy. */
+static int
+fc_thp(void)
+{
+    int m = atomic_load_explicit(&fc_thp_mode, memory_order_relaxed);
+    if (FC_UNLIKELY(m < 0)) {
+        m = fc_plat_thp_mode();
+        atomic_store_explicit(&fc_thp_mode, m, memory_order_relaxed);
+    }
+    return m;
+}
+
+/* A destination of FC_HUGE_MIN bytes or more on FC_ROAD_HUGE: huge pages
+   advised behind the whole 2 MiB pages inside it, unless it is mapped
+   already (a block glibc's heap hands back: advice would only invite
+   khugepaged to fill its holes).  Sampled at the first and last of those
+   pages; a fresh mmap is unmapped throughout.  Nothing is advised outside
+   [dst, dst+n), so the pages around it keep their size and the resident
+   set grows by no more than the bytes written. */
+static void
+fc_advise_huge(char *dst, size_t n)
+{
+    uintptr_t a = ((uintptr_t)dst + FC_HUGE_PAGE - 1) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+    uintptr_t b = ((uintptr_t)dst + n) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+    unsigned char first = 1, last = 1;
+    if (b <= a) {
+        return;
+    }
+    size_t page = fc_plat_page_size();
+    if (fc_plat_pages_mapped((void *)a, page, &first) != 0
+        || fc_plat_pages_mapped((void *)(b - page), page, &last) != 0
+        || (first & 1) || (last & 1)) {
+        return;
+    }
+    (void)fc_plat_pages_advise_huge((void *)a, (size_t)(b - a));
+}
 #endif /* FC_PLAT_HAVE_POPULATE */
 
-/* memcpy(dst, src, n).  A fresh destination faults on every page it
-   touches; on big copies its missing pages are mapped ahead, a piece at a
-   time, with one madvise(MADV_POPULATE_WRITE) per run of them (measured
-   here: 128 MiB into a fresh torch tensor in 49-57 ms against 57-75 ms for
-   torch's own copy_, and ~90 ms for a plain memcpy).  The pages hold the
-   same bytes either way.  Only when asked (populate): torch's copies and
-   numpy's raw ones ask.  numpy's arrays of 64 KiB-4 MiB on a trimmed heap
-   top come unmapped (replay_arrays, 7 MB of such arrays a copy: 1,628
-   faults, 1.86 ms of its 2.33 ms in the kernel; 1.04 ms populated); those
-   of 4 MiB and more get huge pages, and gain 0-5%; a recycled block costs
-   the mincore() call, ~0.5 us. */
-static void
-fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
+/* The road for a destination's pages (fc_par_copy).  Measured on the 2-CPU
+   VM (THP "madvise", a fresh 128 MiB mmap, medians of 7; limit: memcpy into
+   mapped pages, 13.6 ms): 4 KiB pages faulted by memcpy 98 ms, populated a
+   2 MiB piece at a time 64 ms; huge pages faulted by memcpy 17 ms,
+   populated a piece at a time 23 ms.  So a destination that can have huge
+   pages gets them and no population; one that cannot is populated. */
+FC_INTERNAL int
+fc_copy_road(FcState *st)
 {
 #if FC_PLAT_HAVE_POPULATE
-    if (populate && n >= FC_POPULATE_MIN && !atomic_load_explicit(&fc_populate_broken,
-                                                       memory_order_relaxed)) {
+    if (st->huge_pages && fc_thp() != FC_PLAT_THP_NEVER) {
+        return FC_ROAD_HUGE;
+    }
+    return FC_ROAD_POPULATE;
+#else
+    (void)st;
+    return FC_ROAD_PLAIN;
+#endif
+}
+
+/* memcpy(dst, src, n), bytes of op.  A fresh destination faults on every
+   page it touches.  On FC_ROAD_POPULATE its missing pages are mapped
+   ahead, a piece at a time, with one madvise(MADV_POPULATE_WRITE) per run
+   of them (measured here: 128 MiB into a fresh torch tensor in 49-57 ms
+   against 57-75 ms for torch's own copy_, and ~90 ms for a plain memcpy).
+   The pages hold the same bytes either way.  numpy's arrays of 64 KiB-4
+   MiB on a trimmed heap top come unmapped (replay_arrays, 7 MB of such
+   arrays a copy: 1,628 faults, 1.86 ms of its 2.33 ms in the kernel; 1.04
+   ms populated); a recycled block costs the mincore() call, ~0.5 us.  On
+   FC_ROAD_HUGE an op of FC_HUGE_MIN or more was advised huge pages
+   (fc_par_copy): the whole 2 MiB pages inside it are copied as they are
+   (each fault is one 2 MiB zeroing the copy then finds in cache), and only
+   its 4 KiB head and tail are populated (up to 2 x 2 MiB: ~1 ms of faults
+   otherwise).  Pieces end on 2 MiB boundaries, so each lies either inside
+   those whole pages or outside them. */
+static void
+fc_copy_bytes(char *dst, const char *src, size_t n, const FcCopyOp *op, int road)
+{
+#if FC_PLAT_HAVE_POPULATE
+    if (road != FC_ROAD_PLAIN && n >= FC_POPULATE_MIN
+        && !atomic_load_explicit(&fc_populate_broken, memory_order_relaxed)) {
         size_t page = fc_plat_page_size();
-        for (size_t off = 0; off < n; off += FC_POPULATE_PIECE) {
-            size_t len = n - off < FC_POPULATE_PIECE ? n - off : FC_POPULATE_PIECE;
-            uintptr_t a = ((uintptr_t)dst + off + page - 1) & ~(uintptr_t)(page - 1);
-            uintptr_t b = ((uintptr_t)dst + off + len) & ~(uintptr_t)(page - 1);
-            if (b > a && fc_populate_missing(a, b, page) != 0) {
+        uintptr_t ha = 0, hb = 0;       /* the whole huge pages left as they are */
+        if (road == FC_ROAD_HUGE && op->n >= FC_HUGE_MIN) {
+            ha = ((uintptr_t)op->dst + FC_HUGE_PAGE - 1) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+            hb = ((uintptr_t)op->dst + op->n) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+        }
+        for (size_t off = 0, len; off < n; off += len) {
+            uintptr_t p = (uintptr_t)dst + off;
+            uintptr_t next = (p + FC_POPULATE_PIECE) & ~(uintptr_t)(FC_POPULATE_PIECE - 1);
+            len = next - p < n - off ? (size_t)(next - p) : n - off;
+            uintptr_t a = (p + page - 1) & ~(uintptr_t)(page - 1);
+            uintptr_t b = (p + len) & ~(uintptr_t)(page - 1);
+            if (b > a && !(a >= ha && b <= hb) && fc_populate_missing(a, b, page) != 0) {
                 /* EINVAL before Linux 5.14, or a mapping it refuses */
                 atomic_store_explicit(&fc_populate_broken, 1, memory_order_relaxed);
                 memcpy(dst + off, src + off, n - off);
@@ -149,13 +223,16 @@ fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
         }
         return;
     }
+#else
+    (void)op;
+    (void)road;
 #endif
     memcpy(dst, src, n);
 }
 
 /* Copy bytes [lo, hi) of the concatenation of ops' buffers. */
 static void
-fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int populate)
+fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int road)
 {
     size_t base = 0;
     for (Py_ssize_t i = 0; i < nops && base < hi; i++) {
@@ -163,7 +240,7 @@ fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int pop
         if (base + n > lo) {
             a = lo > base ? lo - base : 0;
             b = hi - base < n ? hi - base : n;
-            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a, populate);
+            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a, &ops[i], road);
         }
         base += n;
     }
@@ -173,22 +250,34 @@ static void
 fc_par_worker(void *arg)
 {
     FcParJob *j = arg;
-    fc_par_range(j->ops, j->nops, j->lo, j->hi, j->populate);
+    fc_par_range(j->ops, j->nops, j->lo, j->hi, j->road);
 }
 
 /* Every op's memcpy, split by bytes over up to nthreads threads (this one
    included); range edges fall on page boundaries of the first op's
-   destination.  Call without the GIL.  A thread that cannot be started
-   leaves its range to this thread. */
+   destination -- huge-page boundaries for shares of FC_HUGE_MIN and more,
+   so that two threads never fault the same huge page.  On FC_ROAD_HUGE the
+   big ops are advised first (the kernel's THP mode "madvise"; "always"
+   needs no advice).  Call without the GIL.  A thread that cannot be
+   started leaves its range to this thread. */
 FC_INTERNAL void
 fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
-            int populate)
+            int road)
 {
+#if FC_PLAT_HAVE_POPULATE
+    if (road == FC_ROAD_HUGE && total >= FC_HUGE_MIN && fc_thp() == FC_PLAT_THP_MADVISE) {
+        for (Py_ssize_t i = 0; i < nops; i++) {
+            if (ops[i].n >= FC_HUGE_MIN) {
+                fc_advise_huge(ops[i].dst, ops[i].n);
+            }
+        }
+    }
+#endif
     if (nthreads > FC_PAR_MAX_THREADS) {
         nthreads = FC_PAR_MAX_THREADS;
     }
     if (nthreads <= 1 || total < ((size_t)nthreads << 16)) {
-        fc_par_range(ops, nops, 0, total, populate);
+        fc_par_range(ops, nops, 0, total, road);
         return;
     }
     FcParJob job[FC_PAR_MAX_THREADS];
@@ -196,10 +285,11 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
     int started[FC_PAR_MAX_THREADS];
     size_t per = total / (size_t)nthreads, pos = 0;
     uintptr_t base = (uintptr_t)ops[0].dst;
+    uintptr_t align = (per >= FC_HUGE_MIN ? FC_HUGE_PAGE : 4096) - 1;
     for (int i = 0; i < nthreads; i++) {
         size_t end = total;
         if (i < nthreads - 1) {
-            end = (size_t)(((base + pos + per + 4095) & ~(uintptr_t)4095) - base);
+            end = (size_t)(((base + pos + per + align) & ~align) - base);
             if (end > total) {
                 end = total;
             }
@@ -208,20 +298,20 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
         job[i].nops = nops;
         job[i].lo = pos;
         job[i].hi = end;
-        job[i].populate = populate;
+        job[i].road = road;
         pos = end;
     }
     for (int i = 1; i < nthreads; i++) {
         started[i] = job[i].hi > job[i].lo
             && fc_plat_thread_start(&tid[i], fc_par_worker, &job[i], 64 << 10) == 0;
     }
-    fc_par_range(ops, nops, job[0].lo, job[0].hi, populate);
+    fc_par_range(ops, nops, job[0].lo, job[0].hi, road);
     for (int i = 1; i < nthreads; i++) {
         if (started[i]) {
             fc_plat_thread_join(&tid[i]);
         }
         else {
-            fc_par_range(ops, nops, job[i].lo, job[i].hi, populate);
+            fc_par_range(ops, nops, job[i].lo, job[i].hi, road);
         }
     }
 }
@@ -317,14 +407,15 @@ fc_defer_threads(FcState *st, size_t total)
 /* Host copies of `total` bytes on nthreads threads, GIL released when
    worth it.  No Python code runs. */
 static void
-fc_defer_host(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
+fc_defer_host(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
+              int road)
 {
     if (total < FC_NOGIL_MIN) {
-        fc_par_range(ops, nops, 0, total, 1);
+        fc_par_range(ops, nops, 0, total, road);
         return;
     }
     Py_BEGIN_ALLOW_THREADS
-    fc_par_copy(ops, nops, total, nthreads, 1);
+    fc_par_copy(ops, nops, total, nthreads, road);
     Py_END_ALLOW_THREADS
 }
 
@@ -420,7 +511,7 @@ fc_defer_run(FcCtx *c)
             total += cpu[i].n;
         }
     }
-    fc_defer_host(cpu, ncpu, total, nthreads);
+    fc_defer_host(cpu, ncpu, total, nthreads, fc_copy_road(st));
     st->test.defer_flushes++;
     if (et != NULL) {
         PyErr_Restore(et, ev, tb);
@@ -540,7 +631,7 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
                 memcpy(dst, src, n);
             }
             else {
-                fc_defer_host(&op, 1, n, fc_defer_threads(st, n));
+                fc_defer_host(&op, 1, n, fc_defer_threads(st, n), fc_copy_road(st));
             }
         }
         else {

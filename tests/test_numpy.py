@@ -705,7 +705,8 @@ def test_configure_roundtrip():
     old = fastcopy.configure(numpy_threads=3, numpy_parallel_min_bytes=123,
                              numpy_pool=True, numpy_pool_max_bytes=1 << 20)
     assert set(old) == {"numpy_threads", "numpy_parallel_min_bytes", "numpy_pool",
-                        "numpy_pool_max_bytes", "torch_defer", "torch_cuda", "warn_slow"}
+                        "numpy_pool_max_bytes", "torch_defer", "torch_cuda", "warn_slow",
+                        "huge_pages"}
     now = fastcopy.configure()
     assert now == {"numpy_threads": 3, "numpy_parallel_min_bytes": 123,
                    "numpy_pool": True, "numpy_pool_max_bytes": 1 << 20,
