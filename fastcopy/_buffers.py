@@ -90,7 +90,9 @@ class _Half:
             self.done.set()
 
     def copy(self, dst, src):
-        h = (len(src) // 2 + (2 * MiB - 1)) & ~(2 * MiB - 1) if len(src) >= 4 * MiB else len(src) // 2
+        h = len(src) // 2
+        if h >= 2 * MiB:        # on a 2 MiB boundary, as fastcopy's own thread shares
+            h = (h + 2 * MiB - 1) & ~(2 * MiB - 1)
         self.job = (dst[h:], src[h:])
         self.done.clear()
         self.go.set()
