@@ -196,17 +196,27 @@ def sweep(fastcopy, libs, sizes, threads, rounds, target, progress=None):
     return rows
 
 
+SNAPSHOT_IMPLS = ("copy.deepcopy", "fastcopy", "fastcopy pool cold", "fastcopy pool warm",
+                  "fastcopy pool warm 2t")
+
+
 def snapshot(fastcopy, size, rounds, progress=None):
     """A snapshot loop: SNAPSHOT_COPIES copies of one numpy array, each dropped before the next;
-    copy.deepcopy, fastcopy, fastcopy with numpy_pool.  Medians of interleaved rounds."""
+    copy.deepcopy, fastcopy, and fastcopy with numpy_pool: "cold" trims the pool before each
+    loop (its first copy gets fresh pages), "warm" keeps it between loops (a program that takes
+    snapshots again and again), "2t" with numpy_threads=2.  Two phases (turning the pool off
+    trims it): copy.deepcopy, fastcopy and the cold pool interleaved, then copy.deepcopy and the
+    warm pool interleaved with the pool on throughout.  Medians; copy.deepcopy's over both."""
     import numpy as np
     if progress:
         progress("snapshot loop, numpy %s" % fmt_size(size))
     x = np.random.default_rng(0).random(size // 8)
     old = fastcopy.configure()
 
-    def loop(fn):
+    def loop(fn, **settings):
         def run():
+            if settings:
+                fastcopy.configure(**settings)
             s = None
             for _ in range(SNAPSHOT_COPIES):
                 s = None
@@ -214,24 +224,33 @@ def snapshot(fastcopy, size, rounds, progress=None):
             return s
         return run
 
-    def pooled():
-        fastcopy.configure(numpy_pool=True)
-        try:
-            return loop(fastcopy.deepcopy)()
-        finally:
-            fastcopy.configure(**old)       # numpy_pool=False trims the pool
+    def cold():
+        fastcopy.trim()
+        return loop(fastcopy.deepcopy, numpy_threads=1)()
 
-    fns = {"copy.deepcopy": loop(copy.deepcopy), "fastcopy": loop(fastcopy.deepcopy),
-           "fastcopy pool": pooled}
-    got = {k: [] for k in fns}
+    phases = [
+        ({"numpy_pool": False},
+         {"copy.deepcopy": loop(copy.deepcopy),
+          "fastcopy": loop(fastcopy.deepcopy, numpy_threads=1)}),
+        ({"numpy_pool": True},
+         {"copy.deepcopy": loop(copy.deepcopy),
+          "fastcopy pool cold": cold}),
+        ({"numpy_pool": True, "numpy_parallel_min_bytes": 0},
+         {"copy.deepcopy": loop(copy.deepcopy),
+          "fastcopy pool warm": loop(fastcopy.deepcopy, numpy_threads=1),
+          "fastcopy pool warm 2t": loop(fastcopy.deepcopy, numpy_threads=2)}),
+    ]
+    got = {k: [] for k in SNAPSHOT_IMPLS}
     try:
-        for k, fn in fns.items():
-            fn()
-        for _ in range(rounds):
-            for k, fn in fns.items():
-                got[k].append(_sample(fn, 1))
+        for settings, fns in phases:
+            fastcopy.configure(**settings)
+            for fn in fns.values():
+                fn()
+            for _ in range(rounds):
+                for k, fn in fns.items():
+                    got[k].append(_sample(fn, 1))
     finally:
-        fastcopy.configure(**old)
+        fastcopy.configure(**old)       # numpy_pool=False trims the pool
     return {"size": size, "copies": SNAPSHOT_COPIES,
             **{k: {"time": statistics.median(s[0] for s in v),
                    "faults": statistics.median(s[1] for s in v),
@@ -325,8 +344,8 @@ def report(doc, out):
         base = s["copy.deepcopy"]["time"]
         print("\nsnapshot loop: %d copies of a %s numpy array, each dropped before the next" % (
             s["copies"], fmt_size(s["size"])), file=out)
-        for k in ("copy.deepcopy", "fastcopy", "fastcopy pool"):
-            print("  %-14s %9.2f ms  %6.2fx  faults %8.0f  sys %7.2f ms" % (
+        for k in SNAPSHOT_IMPLS:
+            print("  %-22s %9.2f ms  %6.2fx  faults %8.0f  sys %7.2f ms" % (
                 k, s[k]["time"] * 1e3, base / s[k]["time"], s[k]["faults"], s[k]["sys"] * 1e3),
                 file=out)
     if doc.get("rss"):
