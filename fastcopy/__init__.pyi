@@ -222,7 +222,7 @@ def configure(
 
     numpy_pool_max_bytes (int, default 1 GiB): how many bytes of free blocks the pool keeps.
 
-    torch_defer (bool, default True): record the byte copies of torch tensors and run them together, before any user code and at the end of the call (on by default).  Host copies adding up to 1 MiB run on torch.get_num_threads() threads with the GIL released, as torch's own copy_ would.
+    torch_defer (bool, default True): record the byte copies of torch tensors and run them together, before any user code and at the end of the call (on by default).  Host copies of 64 KiB and more run with the GIL released, from 32 MiB on up to torch.get_num_threads() threads (16 MiB each at least), as torch's own copy_ would.
 
     torch_cuda (bool, default False): copy plain CUDA tensors natively, their bytes in one batch per device on torch's current stream (off by default: see docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.
 
