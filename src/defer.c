@@ -80,6 +80,13 @@ typedef struct {
    FC_ROAD_HUGE, for torch's too. */
 #define FC_HUGE_PAGE ((size_t)2 << 20)
 #define FC_HUGE_MIN ((size_t)4 << 20)
+/* Streaming stores (fc_stream_copy, below): x86-64, where SSE2 is part of
+   the instruction set, and where mincore() can tell mapped pages. */
+#if FC_PLAT_HAVE_POPULATE && (defined(__x86_64__) || defined(_M_X64))
+#  define FC_HAVE_STREAM 1
+#else
+#  define FC_HAVE_STREAM 0
+#endif
 
 #if FC_PLAT_HAVE_POPULATE
 #  include <stdatomic.h>
@@ -208,6 +215,7 @@ fc_advise_huge(char *dst, size_t n)
     (void)fc_plat_pages_advise_huge((void *)a, (size_t)(b - a));
 }
 
+#if FC_HAVE_STREAM
 /* Is [dst, dst+n) mapped already?  Sampled at its first, middle and last
    whole pages: a block the allocator recycles (glibc's heap, a pool hit)
    is mapped throughout, a fresh mmap nowhere. */
@@ -229,6 +237,7 @@ fc_dst_mapped(char *dst, size_t n)
     }
     return 1;
 }
+#endif /* FC_HAVE_STREAM */
 #endif /* FC_PLAT_HAVE_POPULATE */
 
 /* Copies of FC_STREAM_MIN (8 MiB) and more into pages that are mapped
@@ -246,9 +255,8 @@ fc_dst_mapped(char *dst, size_t n)
    392 and 327 us).  The copy then is not in the cache, which a copy of
    this size would mostly not be either. */
 #define FC_STREAM_MIN ((size_t)8 << 20)
-#if FC_PLAT_HAVE_POPULATE && (defined(__x86_64__) || defined(_M_X64))
+#if FC_HAVE_STREAM
 #  include <emmintrin.h>
-#  define FC_HAVE_STREAM 1
 static void
 fc_stream_copy(char *dst, const char *src, size_t n)
 {
@@ -276,8 +284,6 @@ fc_stream_copy(char *dst, const char *src, size_t n)
     _mm_sfence();
     memcpy(dst + m, src + m, n - m);
 }
-#else
-#  define FC_HAVE_STREAM 0
 #endif
 
 #if FC_PLAT_HAVE_POPULATE
