@@ -18,6 +18,8 @@ def pytest_addoption(parser):
     g = parser.getgroup("fastcopy benchmarks")
     g.addoption("--bench-sizes", default="small,medium,large",
                 help="comma-separated payload sizes to run (default: small,medium,large)")
+    g.addoption("--buffer-max-size", default=None, metavar="SIZE",
+                help="test_buffers: leave out buffers above SIZE (e.g. 64M; default: up to 1G)")
 
 
 def _sizes(config):

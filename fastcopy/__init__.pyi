@@ -196,6 +196,7 @@ class _Settings(TypedDict):
     torch_defer: bool              # default: True
     torch_cuda: bool               # default: False
     warn_slow: float | None        # default: None (off)
+    huge_pages: bool               # default: True
 
 # A keyword left as None keeps its value (except warn_slow, where None means off); the ints must
 # be >= 0 (numpy_threads=0: the default, above 64: 64); the bools take any object's truth value.
@@ -208,6 +209,7 @@ def configure(
     torch_defer: bool | None = None,
     torch_cuda: bool | None = None,
     warn_slow: float | None = None,
+    huge_pages: bool | None = None,
 ) -> _Settings:
     """Tune fastcopy; arguments left as None keep their value.  Returns the
     previous settings as a dict, so configure(**old) restores them.
@@ -220,11 +222,13 @@ def configure(
 
     numpy_pool_max_bytes (int, default 1 GiB): how many bytes of free blocks the pool keeps.
 
-    torch_defer (bool, default True): record the byte copies of torch tensors and run them together, before any user code and at the end of the call (on by default).  Host copies adding up to 1 MiB run on torch.get_num_threads() threads with the GIL released, as torch's own copy_ would.
+    torch_defer (bool, default True): record the byte copies of torch tensors and run them together, before any user code and at the end of the call (on by default).  Host copies of 64 KiB and more run with the GIL released, from 32 MiB on up to torch.get_num_threads() threads (16 MiB each at least), as torch's own copy_ would.
 
     torch_cuda (bool, default False): copy plain CUDA tensors natively, their bytes in one batch per device on torch's current stream (off by default: see docs/buffers-cuda.md).  Needs fastcopy._cuda and a CUDA torch.
 
     warn_slow (float or None, default None (off)): seconds; every top-level copy taking at least that long warns with fastcopy.SlowCopyWarning at the caller's line (profile.c).  Unlike the others, warn_slow=None (or False) switches it off.
+
+    huge_pages (bool, default True): the fresh destination of a numpy array or torch storage of 4 MiB and more gets transparent huge pages (MADV_HUGEPAGE where the kernel's THP mode is "madvise"; none needed in "always"; "never" and other systems ignore it) and is written as it is; False maps its missing 4 KiB pages ahead of the copy instead (MADV_POPULATE_WRITE).  The bytes are the same either way.
     """
 
 def trim() -> int:

@@ -74,6 +74,21 @@ def _parser():
                         "and numpy's BLAS/OpenMP pools at N threads unless their variables "
                         "are set (default 1: idle pool threads spin, and CPU time counts the "
                         "spinning; 0: the libraries' own defaults)")
+    b = p.add_argument_group(
+        "buffer sweep",
+        "numpy arrays and torch tensors from 1 KiB to 1 GiB at 1 and 2 threads: fastcopy, the "
+        "library's own deepcopy and the copy-into-mapped-memory limit, with page faults and "
+        "system time per copy; a snapshot loop with numpy_pool; peak RSS of one copy; see "
+        "docs/buffers-sweep.md")
+    b.add_argument("--buffers", action="store_true",
+                   help="run the buffer sweep instead of the built-in workloads (--quick, "
+                        "--repeats, --sample, --json, --plot apply)")
+    b.add_argument("--buffer-lib", action="append", choices=("numpy", "torch"), default=None,
+                   dest="buffer_libs", help="with --buffers: only this library (repeatable)")
+    b.add_argument("--max-size", metavar="SIZE", default=None,
+                   help="with --buffers: leave out sizes above SIZE (e.g. 256M)")
+    b.add_argument("--no-rss", action="store_true",
+                   help="with --buffers: skip the peak-RSS processes")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the speedups over the stdlib as a bar chart, SVG or PNG by "
                         "FILE's extension (with --realistic too); needs matplotlib: "
@@ -360,6 +375,26 @@ def _main_profile(argv, out, err):
     return rc
 
 
+def _main_buffers(args, out, err):
+    from . import _buffers
+    bad = [opt for opt, used in (("--size", args.size), ("--copy", args.copy),
+                                 ("-w", args.workload), ("--list", args.list),
+                                 ("--realistic", args.realistic)) if used]
+    if bad:
+        print("python -m fastcopy: %s do(es) not apply to --buffers" % ", ".join(bad), file=err)
+        return 2
+    if args.plot and not _plot_ready(args.plot, err):
+        return 2
+    if args.max_size:
+        try:
+            _buffers.parse_size(args.max_size)
+        except (ValueError, IndexError):
+            print("python -m fastcopy: --max-size: not a size: %r" % args.max_size, file=err)
+            return 2
+    import fastcopy
+    return _buffers.main(args, out, err, fastcopy)
+
+
 def main(argv=None, out=None, err=None):
     out = out or sys.stdout
     err = err or sys.stderr
@@ -373,6 +408,8 @@ def main(argv=None, out=None, err=None):
 
     if args.realistic:
         return _main_realistic(args, out, err)
+    if args.buffers:
+        return _main_buffers(args, out, err)
     args.clock = args.clock or "wall"
     if args.list:
         _list(out)

@@ -16,7 +16,7 @@ import math
 import os
 
 __all__ = ["MissingMatplotlib", "INSTALL_HINT", "FORMATS", "pyplot", "check_path",
-           "plot_bench", "plot_realistic", "plot_profile", "plot_scale"]
+           "plot_bench", "plot_realistic", "plot_profile", "plot_scale", "plot_buffers"]
 
 INSTALL_HINT = 'pip install "fastcopy-ml[plot]" (or: pip install matplotlib)'
 FORMATS = (".svg", ".png")
@@ -264,6 +264,13 @@ def _fmt_bytes(n):
     return "%d B" % n
 
 
+def _fmt_ibytes(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return "%g %s" % (n / scale, unit)
+    return "%d B" % n
+
+
 def _fmt_s(t):
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if t >= scale:
@@ -342,3 +349,59 @@ def plot_profile(sites, path, top=10, title=None):
     fig.tight_layout(rect=(0, 0.35 / fig_h if seen else 0, 1, 1))
     _save(plt, fig, path)
     return chosen
+
+
+_BUFFER_SERIES = (("fastcopy", "fastcopy.deepcopy", "#1f77b4"),
+                  ("own", "copy.deepcopy (the library's own)", "#ff7f0e"),
+                  ("limit", "limit: np.copyto into mapped pages", "#7f7f7f"))
+
+
+def plot_buffers(doc, path, title=None):
+    """Chart of a ``python -m fastcopy --buffers --json`` document: one panel per library, bytes
+    copied per second against the buffer size (log-log), a line per implementation, solid at 1
+    thread and dashed at 2.  Each line is a ``<g>`` with id ``line:LIB:IMPL:THREADS``.
+    Returns the number of lines drawn."""
+    check_path(path)
+    plt = pyplot()
+    rows = doc["sweep"]
+    libs = [lib for lib in ("numpy", "torch") if any(r["lib"] == lib for r in rows)]
+    threads = sorted({r["threads"] for r in rows})
+    fig, axes = plt.subplots(1, len(libs), figsize=(5.2 * len(libs), 4.4), squeeze=False,
+                             sharey=True)
+    drawn = 0
+    for ax, lib in zip(axes[0], libs):
+        for impl, label, color in _BUFFER_SERIES:
+            for t in threads:
+                pts = sorted((r["size"], r["size"] / r[impl]["time"] / 1e9) for r in rows
+                             if r["lib"] == lib and r["threads"] == t and r[impl]["time"] > 0)
+                if not pts:
+                    continue
+                line = ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color,
+                               linestyle="-" if t == 1 else "--", marker="o", markersize=2.5,
+                               linewidth=1.2, label="%s, %d thread%s" % (label, t, "s"[:t > 1]))[0]
+                line.set_gid("line:%s:%s:%d" % (lib, impl, t))
+                drawn += 1
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        sizes = sorted({r["size"] for r in rows if r["lib"] == lib})
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([_fmt_ibytes(n) for n in sizes], rotation=60,
+                           fontsize=7)
+        ax.minorticks_off()
+        ax.set_title(lib, fontsize=9.5)
+        ax.set_xlabel("buffer size")
+        ax.grid(linewidth=0.3, alpha=0.6)
+    axes[0][0].set_ylabel("GB/s copied (log scale)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False)
+    meta = doc.get("meta", {})
+    if title is None:
+        title = "buffer copies: fastcopy vs the library's own deepcopy vs the limit\n" + \
+            " | ".join(str(p) for p in (
+                "Python %s" % meta.get("python", "?"), "numpy %s" % meta.get("numpy"),
+                "torch %s" % meta.get("torch"), "THP %s" % meta.get("thp"),
+                "%s CPUs" % meta.get("cpus"), meta.get("date")) if p)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0.2, 1, 0.95))
+    _save(plt, fig, path)
+    return drawn

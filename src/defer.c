@@ -68,17 +68,30 @@ typedef struct {
     const FcCopyOp *ops;
     Py_ssize_t nops;
     size_t lo, hi;          /* byte range of the concatenated copies */
-    int populate;           /* fc_copy_bytes */
+    int road;               /* FC_ROAD_* */
 } FcParJob;
 
 /* Pieces of a big copy: its destination pages are populated just before
    they are written (below), a piece at a time so they are still in cache. */
 #define FC_POPULATE_MIN ((size_t)1 << 16)
 #define FC_POPULATE_PIECE ((size_t)2 << 20)
+/* A transparent huge page, and the destinations that get them: numpy's own
+   allocator advises huge pages from 4 MiB on (numpy's alloc.c), and so does
+   FC_ROAD_HUGE, for torch's too. */
+#define FC_HUGE_PAGE ((size_t)2 << 20)
+#define FC_HUGE_MIN ((size_t)4 << 20)
+/* Streaming stores (fc_stream_copy, below): x86-64, where SSE2 is part of
+   the instruction set, and where mincore() can tell mapped pages. */
+#if FC_PLAT_HAVE_POPULATE && (defined(__x86_64__) || defined(_M_X64))
+#  define FC_HAVE_STREAM 1
+#else
+#  define FC_HAVE_STREAM 0
+#endif
 
 #if FC_PLAT_HAVE_POPULATE
 #  include <stdatomic.h>
 static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking */
+static atomic_int fc_thp_mode = -1;     /* fc_plat_thp_mode(), read once */
 
 /* Populate the pages of [a, b) (page aligned, at most one piece) that are
    not mapped yet, and only those: mincore() tells, one byte per page, from
@@ -89,14 +102,16 @@ static atomic_int fc_populate_broken;   /* the kernel said no once: stop asking 
    pages for nothing (measured: 0.5-1.1 ms of system time per copy of a
    ~30 MB model, 0 without it); a fresh mmap or a trimmed heap top is not,
    and is mapped here in one call per run of missing pages.
-   0 | -1 when the kernel refused (the caller stops asking) */
+   0 | -1 when the kernel refused (the caller stops asking); *missing set
+   when some page was not mapped */
 static int
-fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
+fc_populate_missing(uintptr_t a, uintptr_t b, size_t page, int *missing)
 {
     unsigned char vec[FC_POPULATE_PIECE / 4096];
     size_t npages = (size_t)(b - a) / page;
     if (npages > sizeof(vec) || fc_plat_pages_mapped((void *)a, (size_t)(b - a), vec) != 0) {
         /* (cannot happen for our own buffers) populate it all */
+        *missing = 1;
         return fc_plat_pages_populate((void *)a, (size_t)(b - a));
     }
     for (size_t i = 0; i < npages; ) {
@@ -108,6 +123,7 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
         while (j < npages && !(vec[j] & 1)) {
             j++;
         }
+        *missing = 1;
         if (fc_plat_pages_populate((void *)(a + i * page), (j - i) * page) != 0) {
             return -1;
         }
@@ -115,31 +131,233 @@ fc_populate_missing(uintptr_t a, uintptr_t b, size_t page)
     }
     return 0;
 }
+
+/* The check above costs a system call, ~1.5 us on this VM, also when every
+   page is mapped: 5-16% of a copy of 64 KiB-2 MiB into glibc's recycled
+   heap (numpy 64 KiB 0.84x numpy's own copy with it, 1.54x without; 1 MiB
+   0.95x and 1.07x), while a fresh destination saves ~1.7 us per 4 KiB page
+   populated rather than faulted.  So destinations under FC_HUGE_MIN are
+   checked by a streak: after FC_CHECK_QUIET checks in a row found every
+   page mapped, only one copy in 2, 4, ... FC_CHECK_SPARSEST is checked;
+   one check that finds a missing page restores checking every copy.  A
+   program whose copies keep getting fresh pages (replay_arrays, a trimmed
+   heap top) is checked every time; one that copies into recycled memory
+   pays for a check now and then.  Only a cost: the bytes are the same. */
+#define FC_CHECK_QUIET 8u
+#define FC_CHECK_SPARSEST 64u
+static atomic_uint fc_mapped_run;       /* checks in a row that found nothing to map */
+static atomic_uint fc_unchecked;        /* copies since the last check, when sparse */
+
+static int
+fc_check_due(void)
+{
+    unsigned run = atomic_load_explicit(&fc_mapped_run, memory_order_relaxed);
+    if (run < FC_CHECK_QUIET) {
+        return 1;
+    }
+    unsigned every = 1u << (run - FC_CHECK_QUIET);
+    if (every > FC_CHECK_SPARSEST) {
+        every = FC_CHECK_SPARSEST;
+    }
+    unsigned k = atomic_fetch_add_explicit(&fc_unchecked, 1, memory_order_relaxed) + 1;
+    if (k < every) {
+        return 0;
+    }
+    atomic_store_explicit(&fc_unchecked, 0, memory_order_relaxed);
+    return 1;
+}
+
+static void
+fc_check_found(int missing)
+{
+    if (missing) {
+        atomic_store_explicit(&fc_mapped_run, 0, memory_order_relaxed);
+    }
+    else if (atomic_load_explicit(&fc_mapped_run, memory_order_relaxed) < 2 * FC_CHECK_QUIET) {
+        atomic_fetch_add_explicit(&fc_mapped_run, 1, memory_order_relaxed);
+    }
+}
+
+/* The kernel's THP mode (platform.h), read at the first big copy. */
+static int
+fc_thp(void)
+{
+    int m = atomic_load_explicit(&fc_thp_mode, memory_order_relaxed);
+    if (FC_UNLIKELY(m < 0)) {
+        m = fc_plat_thp_mode();
+        atomic_store_explicit(&fc_thp_mode, m, memory_order_relaxed);
+    }
+    return m;
+}
+
+/* A destination of FC_HUGE_MIN bytes or more on FC_ROAD_HUGE: huge pages
+   advised behind the whole 2 MiB pages inside it, unless it is mapped
+   already (a block glibc's heap hands back: advice would only invite
+   khugepaged to fill its holes).  Sampled at the first and last of those
+   pages; a fresh mmap is unmapped throughout.  Nothing is advised outside
+   [dst, dst+n), so the pages around it keep their size and the resident
+   set grows by no more than the bytes written. */
+static void
+fc_advise_huge(char *dst, size_t n)
+{
+    uintptr_t a = ((uintptr_t)dst + FC_HUGE_PAGE - 1) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+    uintptr_t b = ((uintptr_t)dst + n) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+    unsigned char first = 1, last = 1;
+    if (b <= a) {
+        return;
+    }
+    size_t page = fc_plat_page_size();
+    if (fc_plat_pages_mapped((void *)a, page, &first) != 0
+        || fc_plat_pages_mapped((void *)(b - page), page, &last) != 0
+        || (first & 1) || (last & 1)) {
+        return;
+    }
+    (void)fc_plat_pages_advise_huge((void *)a, (size_t)(b - a));
+}
+
+#if FC_HAVE_STREAM
+/* Is [dst, dst+n) mapped already?  Sampled at its first, middle and last
+   whole pages: a block the allocator recycles (glibc's heap, a pool hit)
+   is mapped throughout, a fresh mmap nowhere. */
+static int
+fc_dst_mapped(char *dst, size_t n)
+{
+    size_t page = fc_plat_page_size();
+    uintptr_t a = ((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t b = ((uintptr_t)dst + n) & ~(uintptr_t)(page - 1);
+    if (b < a + 3 * page) {
+        return 0;
+    }
+    uintptr_t at[3] = {a, (a + (b - a) / 2) & ~(uintptr_t)(page - 1), b - page};
+    for (int i = 0; i < 3; i++) {
+        unsigned char v = 0;
+        if (fc_plat_pages_mapped((void *)at[i], page, &v) != 0 || !(v & 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+#endif /* FC_HAVE_STREAM */
 #endif /* FC_PLAT_HAVE_POPULATE */
 
-/* memcpy(dst, src, n).  A fresh destination faults on every page it
-   touches; on big copies its missing pages are mapped ahead, a piece at a
-   time, with one madvise(MADV_POPULATE_WRITE) per run of them (measured
-   here: 128 MiB into a fresh torch tensor in 49-57 ms against 57-75 ms for
-   torch's own copy_, and ~90 ms for a plain memcpy).  The pages hold the
-   same bytes either way.  Only when asked (populate): torch's copies and
-   numpy's raw ones ask.  numpy's arrays of 64 KiB-4 MiB on a trimmed heap
-   top come unmapped (replay_arrays, 7 MB of such arrays a copy: 1,628
-   faults, 1.86 ms of its 2.33 ms in the kernel; 1.04 ms populated); those
-   of 4 MiB and more get huge pages, and gain 0-5%; a recycled block costs
-   the mincore() call, ~0.5 us. */
+/* Copies of FC_STREAM_MIN (8 MiB) and more into pages that are mapped
+   already are written with non-temporal stores (x86-64: SSE2's movntdq,
+   in every x86-64 CPU), which skip reading each destination line into the
+   cache before overwriting it.  glibc's memcpy switches to them only from
+   3/4 of the last-level cache it is told about (240 MiB on the VM below).
+   Measured there (medians of 9, one thread): into mapped pages 8 MiB
+   0.59 -> 0.33 ms, 32 MiB 3.5 -> 2.1 ms, 128 MiB 15.0 -> 8.0 ms, 512 MiB
+   52 -> 34 ms; into fresh huge pages they lose (128 MiB 15.8 -> 22.2 ms:
+   the kernel has just zeroed each 2 MiB page into the cache), so fresh
+   destinations keep memcpy.  Below 8 MiB a source and destination that
+   are in the cache already (the same array copied again and again) copy
+   faster with cached stores (4 MiB: 92 us memcpy, 155 us streamed; 8 MiB:
+   392 and 327 us).  The copy then is not in the cache, which a copy of
+   this size would mostly not be either. */
+#define FC_STREAM_MIN ((size_t)8 << 20)
+#if FC_HAVE_STREAM
+#  include <emmintrin.h>
 static void
-fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
+fc_stream_copy(char *dst, const char *src, size_t n)
 {
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > n) {
+        head = n;
+    }
+    memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    size_t m = n & ~(size_t)63;
+    for (size_t i = 0; i < m; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+        _mm_stream_si128((__m128i *)(dst + i), a);
+        _mm_stream_si128((__m128i *)(dst + i + 16), b);
+        _mm_stream_si128((__m128i *)(dst + i + 32), c);
+        _mm_stream_si128((__m128i *)(dst + i + 48), d);
+    }
+    /* the stores are weakly ordered: visible before this thread goes on
+       (and before a joining thread reads them) */
+    _mm_sfence();
+    memcpy(dst + m, src + m, n - m);
+}
+#endif
+
 #if FC_PLAT_HAVE_POPULATE
-    if (populate && n >= FC_POPULATE_MIN && !atomic_load_explicit(&fc_populate_broken,
-                                                       memory_order_relaxed)) {
+/* The road for a destination's pages (fc_par_copy).  Measured on the 2-CPU
+   VM (THP "madvise", a fresh 128 MiB mmap, medians of 7; limit: memcpy into
+   mapped pages, 13.6 ms): 4 KiB pages faulted by memcpy 98 ms, populated a
+   2 MiB piece at a time 64 ms; huge pages faulted by memcpy 17 ms,
+   populated a piece at a time 23 ms.  So a destination that can have huge
+   pages gets them and no population; one that cannot is populated. */
+FC_INTERNAL int
+fc_copy_road(FcState *st)
+{
+    if (st->huge_pages && fc_thp() != FC_PLAT_THP_NEVER) {
+        return FC_ROAD_HUGE;
+    }
+    return FC_ROAD_POPULATE;
+}
+#else
+FC_INTERNAL int
+fc_copy_road(FcState *st)
+{
+    (void)st;
+    return FC_ROAD_PLAIN;
+}
+#endif /* FC_PLAT_HAVE_POPULATE */
+
+/* memcpy(dst, src, n), bytes of op.  A fresh destination faults on every
+   page it touches.  On FC_ROAD_POPULATE its missing pages are mapped
+   ahead, a piece at a time, with one madvise(MADV_POPULATE_WRITE) per run
+   of them (measured here: 128 MiB into a fresh torch tensor in 49-57 ms
+   against 57-75 ms for torch's own copy_, and ~90 ms for a plain memcpy).
+   The pages hold the same bytes either way.  numpy's arrays of 64 KiB-4
+   MiB on a trimmed heap top come unmapped (replay_arrays, 7 MB of such
+   arrays a copy: 1,628 faults, 1.86 ms of its 2.33 ms in the kernel; 1.04
+   ms populated); a recycled block costs the mincore() call, ~0.5 us.  On
+   FC_ROAD_HUGE an op of FC_HUGE_MIN or more was advised huge pages
+   (fc_par_copy): the whole 2 MiB pages inside it are copied as they are
+   (each fault is one 2 MiB zeroing the copy then finds in cache), and only
+   its 4 KiB head and tail are populated (up to 2 x 2 MiB: ~1 ms of faults
+   otherwise).  Pieces end on 2 MiB boundaries, so each lies either inside
+   those whole pages or outside them.  On either road, a range of
+   FC_STREAM_MIN bytes or more whose pages are all mapped is written with
+   non-temporal stores (above). */
+static void
+fc_copy_bytes(char *dst, const char *src, size_t n, const FcCopyOp *op, int road)
+{
+#if FC_HAVE_STREAM
+    if (road != FC_ROAD_PLAIN && n >= FC_STREAM_MIN && fc_dst_mapped(dst, n)) {
+        fc_stream_copy(dst, src, n);
+        return;
+    }
+#endif
+#if FC_PLAT_HAVE_POPULATE
+    if (road != FC_ROAD_PLAIN && n >= FC_POPULATE_MIN
+        && !atomic_load_explicit(&fc_populate_broken, memory_order_relaxed)) {
+        int small = op->n < FC_HUGE_MIN, missing = 0;
+        if (small && !fc_check_due()) {
+            memcpy(dst, src, n);
+            return;
+        }
         size_t page = fc_plat_page_size();
-        for (size_t off = 0; off < n; off += FC_POPULATE_PIECE) {
-            size_t len = n - off < FC_POPULATE_PIECE ? n - off : FC_POPULATE_PIECE;
-            uintptr_t a = ((uintptr_t)dst + off + page - 1) & ~(uintptr_t)(page - 1);
-            uintptr_t b = ((uintptr_t)dst + off + len) & ~(uintptr_t)(page - 1);
-            if (b > a && fc_populate_missing(a, b, page) != 0) {
+        uintptr_t ha = 0, hb = 0;       /* the whole huge pages left as they are */
+        if (road == FC_ROAD_HUGE && op->n >= FC_HUGE_MIN) {
+            ha = ((uintptr_t)op->dst + FC_HUGE_PAGE - 1) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+            hb = ((uintptr_t)op->dst + op->n) & ~(uintptr_t)(FC_HUGE_PAGE - 1);
+        }
+        for (size_t off = 0, len; off < n; off += len) {
+            uintptr_t p = (uintptr_t)dst + off;
+            uintptr_t next = (p + FC_POPULATE_PIECE) & ~(uintptr_t)(FC_POPULATE_PIECE - 1);
+            len = next - p < n - off ? (size_t)(next - p) : n - off;
+            uintptr_t a = (p + page - 1) & ~(uintptr_t)(page - 1);
+            uintptr_t b = (p + len) & ~(uintptr_t)(page - 1);
+            if (b > a && !(a >= ha && b <= hb)
+                && fc_populate_missing(a, b, page, &missing) != 0) {
                 /* EINVAL before Linux 5.14, or a mapping it refuses */
                 atomic_store_explicit(&fc_populate_broken, 1, memory_order_relaxed);
                 memcpy(dst + off, src + off, n - off);
@@ -147,15 +365,21 @@ fc_copy_bytes(char *dst, const char *src, size_t n, int populate)
             }
             memcpy(dst + off, src + off, len);
         }
+        if (small) {
+            fc_check_found(missing);
+        }
         return;
     }
+#else
+    (void)op;
+    (void)road;
 #endif
     memcpy(dst, src, n);
 }
 
 /* Copy bytes [lo, hi) of the concatenation of ops' buffers. */
 static void
-fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int populate)
+fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int road)
 {
     size_t base = 0;
     for (Py_ssize_t i = 0; i < nops && base < hi; i++) {
@@ -163,7 +387,7 @@ fc_par_range(const FcCopyOp *ops, Py_ssize_t nops, size_t lo, size_t hi, int pop
         if (base + n > lo) {
             a = lo > base ? lo - base : 0;
             b = hi - base < n ? hi - base : n;
-            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a, populate);
+            fc_copy_bytes(ops[i].dst + a, ops[i].src + a, b - a, &ops[i], road);
         }
         base += n;
     }
@@ -173,22 +397,34 @@ static void
 fc_par_worker(void *arg)
 {
     FcParJob *j = arg;
-    fc_par_range(j->ops, j->nops, j->lo, j->hi, j->populate);
+    fc_par_range(j->ops, j->nops, j->lo, j->hi, j->road);
 }
 
 /* Every op's memcpy, split by bytes over up to nthreads threads (this one
    included); range edges fall on page boundaries of the first op's
-   destination.  Call without the GIL.  A thread that cannot be started
-   leaves its range to this thread. */
+   destination -- huge-page boundaries for shares of FC_HUGE_MIN and more,
+   so that two threads never fault the same huge page.  On FC_ROAD_HUGE the
+   big ops are advised first (the kernel's THP mode "madvise"; "always"
+   needs no advice).  Call without the GIL.  A thread that cannot be
+   started leaves its range to this thread. */
 FC_INTERNAL void
 fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
-            int populate)
+            int road)
 {
+#if FC_PLAT_HAVE_POPULATE
+    if (road == FC_ROAD_HUGE && total >= FC_HUGE_MIN && fc_thp() == FC_PLAT_THP_MADVISE) {
+        for (Py_ssize_t i = 0; i < nops; i++) {
+            if (ops[i].n >= FC_HUGE_MIN) {
+                fc_advise_huge(ops[i].dst, ops[i].n);
+            }
+        }
+    }
+#endif
     if (nthreads > FC_PAR_MAX_THREADS) {
         nthreads = FC_PAR_MAX_THREADS;
     }
     if (nthreads <= 1 || total < ((size_t)nthreads << 16)) {
-        fc_par_range(ops, nops, 0, total, populate);
+        fc_par_range(ops, nops, 0, total, road);
         return;
     }
     FcParJob job[FC_PAR_MAX_THREADS];
@@ -196,10 +432,11 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
     int started[FC_PAR_MAX_THREADS];
     size_t per = total / (size_t)nthreads, pos = 0;
     uintptr_t base = (uintptr_t)ops[0].dst;
+    uintptr_t align = (per >= FC_HUGE_MIN ? FC_HUGE_PAGE : 4096) - 1;
     for (int i = 0; i < nthreads; i++) {
         size_t end = total;
         if (i < nthreads - 1) {
-            end = (size_t)(((base + pos + per + 4095) & ~(uintptr_t)4095) - base);
+            end = (size_t)(((base + pos + per + align) & ~align) - base);
             if (end > total) {
                 end = total;
             }
@@ -208,20 +445,20 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
         job[i].nops = nops;
         job[i].lo = pos;
         job[i].hi = end;
-        job[i].populate = populate;
+        job[i].road = road;
         pos = end;
     }
     for (int i = 1; i < nthreads; i++) {
         started[i] = job[i].hi > job[i].lo
             && fc_plat_thread_start(&tid[i], fc_par_worker, &job[i], 64 << 10) == 0;
     }
-    fc_par_range(ops, nops, job[0].lo, job[0].hi, populate);
+    fc_par_range(ops, nops, job[0].lo, job[0].hi, road);
     for (int i = 1; i < nthreads; i++) {
         if (started[i]) {
             fc_plat_thread_join(&tid[i]);
         }
         else {
-            fc_par_range(ops, nops, job[i].lo, job[i].hi, populate);
+            fc_par_range(ops, nops, job[i].lo, job[i].hi, road);
         }
     }
 }
@@ -317,14 +554,15 @@ fc_defer_threads(FcState *st, size_t total)
 /* Host copies of `total` bytes on nthreads threads, GIL released when
    worth it.  No Python code runs. */
 static void
-fc_defer_host(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads)
+fc_defer_host(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
+              int road)
 {
     if (total < FC_NOGIL_MIN) {
-        fc_par_range(ops, nops, 0, total, 1);
+        fc_par_range(ops, nops, 0, total, road);
         return;
     }
     Py_BEGIN_ALLOW_THREADS
-    fc_par_copy(ops, nops, total, nthreads, 1);
+    fc_par_copy(ops, nops, total, nthreads, road);
     Py_END_ALLOW_THREADS
 }
 
@@ -420,7 +658,7 @@ fc_defer_run(FcCtx *c)
             total += cpu[i].n;
         }
     }
-    fc_defer_host(cpu, ncpu, total, nthreads);
+    fc_defer_host(cpu, ncpu, total, nthreads, fc_copy_road(st));
     st->test.defer_flushes++;
     if (et != NULL) {
         PyErr_Restore(et, ev, tb);
@@ -540,7 +778,7 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
                 memcpy(dst, src, n);
             }
             else {
-                fc_defer_host(&op, 1, n, fc_defer_threads(st, n));
+                fc_defer_host(&op, 1, n, fc_defer_threads(st, n), fc_copy_road(st));
             }
         }
         else {

@@ -32,8 +32,17 @@ FC_INTERNAL_INLINE int fc_defer_flush(FcCtx *c);
 FC_INTERNAL PyObject *fc_defer_end(FcCtx *c, PyObject *y);
 /* Drop the queue without copying (its references released). */
 FC_INTERNAL void fc_defer_release(FcCtx *c);
+/* How fc_par_copy treats a destination's pages (defer.c has the
+   measurements): FC_ROAD_PLAIN memcpy only; FC_ROAD_POPULATE the pages not
+   mapped yet mapped ahead (MADV_POPULATE_WRITE), a piece at a time;
+   FC_ROAD_HUGE destinations of 4 MiB and more advised huge pages (where
+   the kernel's THP mode is "madvise") and copied as they are, smaller ones
+   populated. */
+enum { FC_ROAD_PLAIN = 0, FC_ROAD_POPULATE = 1, FC_ROAD_HUGE = 2 };
+/* The road for st's settings (huge_pages) and this kernel.  FC_ROAD_* */
+FC_INTERNAL int fc_copy_road(FcState *st);
 /* Every op's memcpy, split by bytes over up to nthreads threads (this one
-   included).  Call without the GIL. */
+   included), its pages taken the FC_ROAD_* road.  Call without the GIL. */
 FC_INTERNAL void fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total,
-                             int nthreads, int populate);
+                             int nthreads, int road);
 #endif /* FASTCOPY_DEFER_H */

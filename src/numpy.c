@@ -340,8 +340,9 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         return y;
     }
     int nthreads = nbytes >= st->np.par_min ? st->np.threads : 1;
+    int road = fc_copy_road(st);    /* defer.c: huge pages, or missing pages mapped first */
     Py_BEGIN_ALLOW_THREADS
-    fc_par_copy(&op, 1, op.n, nthreads, 1);     /* defer.c: missing pages mapped first */
+    fc_par_copy(&op, 1, op.n, nthreads, road);
     Py_END_ALLOW_THREADS
     return y;
 }

@@ -9,7 +9,9 @@
  *                   fc_plat_atfork (a no-op where there is no fork())
  *   pages           fc_plat_pages_alloc/free (zeroed, page-aligned, given
  *                   back to the system on free), fc_plat_page_size
- *   Linux extras    fc_plat_pages_hint_huge (MADV_HUGEPAGE), and, where
+ *   Linux extras    fc_plat_pages_hint_huge and fc_plat_pages_advise_huge
+ *                   (MADV_HUGEPAGE), fc_plat_thp_mode (the kernel's
+ *                   transparent-huge-page mode), and, where
  *                   FC_PLAT_HAVE_POPULATE, fc_plat_pages_mapped (mincore)
  *                   and fc_plat_pages_populate (MADV_POPULATE_WRITE); the
  *                   fallbacks do nothing and the callers skip them
@@ -308,6 +310,49 @@ fc_plat_pages_hint_huge(void *p, size_t n)
 #else
     (void)p;
     (void)n;
+#endif
+}
+
+/* Transparent huge pages: what the kernel does with MADV_HUGEPAGE advice,
+   from /sys/kernel/mm/transparent_hugepage/enabled (the bracketed word).
+   FC_PLAT_THP_ALWAYS: every big enough anonymous mapping gets them, advice
+   or not; FC_PLAT_THP_MADVISE: only advised ranges; FC_PLAT_THP_NEVER:
+   none (also where there is no such file, or no Linux).  Reads a file:
+   callers ask once and keep the answer. */
+enum { FC_PLAT_THP_NEVER = 0, FC_PLAT_THP_MADVISE = 1, FC_PLAT_THP_ALWAYS = 2 };
+FC_PLAT_FN int
+fc_plat_thp_mode(void)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    char buf[128];
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == NULL) {
+        return FC_PLAT_THP_NEVER;
+    }
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (strstr(buf, "[always]") != NULL) {
+        return FC_PLAT_THP_ALWAYS;
+    }
+    if (strstr(buf, "[madvise]") != NULL) {
+        return FC_PLAT_THP_MADVISE;
+    }
+#endif
+    return FC_PLAT_THP_NEVER;
+}
+
+/* MADV_HUGEPAGE on [p, p+n) (page aligned).  0 | -1 (refused, or no such
+   advice here) */
+FC_PLAT_FN int
+fc_plat_pages_advise_huge(void *p, size_t n)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    return madvise(p, n, MADV_HUGEPAGE) == 0 ? 0 : -1;
+#else
+    (void)p;
+    (void)n;
+    return -1;
 #endif
 }
 

@@ -22,6 +22,13 @@ static const FcSetting fc_core_settings[] = {
      "seconds; every top-level copy taking at least that long warns with "
      "fastcopy.SlowCopyWarning at the caller's line (profile.c).  Unlike the "
      "others, warn_slow=None (or False) switches it off."},
+    {"huge_pages", FS_BOOL, offsetof(FcState, huge_pages), 1, NULL,
+     "the fresh destination of a numpy array or torch storage of 4 MiB and "
+     "more gets transparent huge pages (MADV_HUGEPAGE where the kernel's THP "
+     "mode is \"madvise\"; none needed in \"always\"; \"never\" and other "
+     "systems ignore it) and is written as it is; False maps its missing "
+     "4 KiB pages ahead of the copy instead (MADV_POPULATE_WRITE).  The "
+     "bytes are the same either way."},
 };
 static const int fc_ncore_settings =
     (int)(sizeof(fc_core_settings) / sizeof(fc_core_settings[0]));

@@ -109,6 +109,7 @@ struct FcState {
     /* profiling (profile.c) */
     int prof;                      /* FC_PROF_* bits; 0: off, one branch per
                                       top-level call */
+    int huge_pages;                /* configure(huge_pages=): defer.c's FC_ROAD_HUGE */
     int64_t prof_warn_ns;          /* configure(warn_slow=) in ns; -1 off */
     PyObject *prof_hook;           /* fastcopy._profile._on_copy, or NULL */
 

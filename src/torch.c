@@ -1569,8 +1569,9 @@ static const FcSetting fc_torch_settings[] = {
     {"torch_defer", FS_BOOL, offsetof(FcState, torch.defer), 1, NULL,
      "record the byte copies of torch tensors and run them together, before "
      "any user code and at the end of the call (on by default).  Host copies "
-     "adding up to 1 MiB run on torch.get_num_threads() threads with the GIL "
-     "released, as torch's own copy_ would."},
+     "of 64 KiB and more run with the GIL released, from 32 MiB on up to "
+     "torch.get_num_threads() threads (16 MiB each at least), as torch's own "
+     "copy_ would."},
     {"torch_cuda", FS_BOOL, offsetof(FcState, torch.cuda), 0, NULL,
      "copy plain CUDA tensors natively, their bytes in one batch per device "
      "on torch's current stream (off by default: see docs/buffers-cuda.md).  "

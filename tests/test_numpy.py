@@ -559,17 +559,20 @@ rng = np.random.default_rng(7)
 # byte sizes around the page-population minimum (64 KiB), the 2 MiB pieces
 # and numpy's 4 MiB huge-page limit, none a multiple of the page size; 14 MB
 # in all, so a dropped copy leaves a heap top that glibc trims
-sizes = [16_385, 65_537, 70_001, 262_147, 1_100_003, 2_500_001, 4_194_305, 6_000_011]
-for threads in (1, 2):
-    fastcopy.configure(numpy_threads=threads, numpy_parallel_min_bytes=1 << 20)
+# (and 12 MB: two threads' shares of 4 MiB and more end on 2 MiB boundaries)
+sizes = [16_385, 65_537, 70_001, 262_147, 1_100_003, 2_500_001, 4_194_305, 6_000_011,
+         12_582_917]
+for threads, huge in ((1, True), (2, True), (1, False), (2, False)):
+    fastcopy.configure(numpy_threads=threads, numpy_parallel_min_bytes=1 << 20,
+                       huge_pages=huge)
     for rnd in range(6):
         x = [rng.integers(0, 256, n, dtype="u1") for n in sizes]
         x += [x[4][:-3].view("<u4"), np.asfortranarray(x[6][:-1].reshape(4, -1))]
         keep = [fastcopy.deepcopy(x) for _ in range(rnd % 3)]   # heap holes and tops
         y, z = fastcopy.deepcopy(x), copy.deepcopy(x)
         for a, b, c in zip(x, y, z):
-            assert b.dtype == c.dtype and b.strides == c.strides, (threads, rnd, a.shape)
-            assert np.array_equal(b, c) and np.array_equal(b, a), (threads, rnd, a.shape)
+            assert b.dtype == c.dtype and b.strides == c.strides, (threads, huge, rnd, a.shape)
+            assert np.array_equal(b, c) and np.array_equal(b, a), (threads, huge, rnd, a.shape)
             assert b.flags.owndata and not np.shares_memory(a, b)
         del keep, y, z
 print("ok")
@@ -579,8 +582,9 @@ print("ok")
 @pytest.mark.parametrize("malloc", list(MALLOC_REGIMES))
 def test_populated_and_threaded_copies_are_exact(malloc):
     """Raw copies of 64 KiB and more map the destination pages that are
-    missing (mincore) before writing them: the stdlib's bytes whether glibc
-    hands out fresh mmaps, a trimmed heap top or reused heap."""
+    missing (mincore) before writing them, or, from 4 MiB with huge_pages
+    on, advise huge pages for them: the stdlib's bytes whether glibc hands
+    out fresh mmaps, a trimmed heap top or reused heap."""
     run_python_under_malloc(POPULATE_CHILD, malloc)
 
 
@@ -705,11 +709,13 @@ def test_configure_roundtrip():
     old = fastcopy.configure(numpy_threads=3, numpy_parallel_min_bytes=123,
                              numpy_pool=True, numpy_pool_max_bytes=1 << 20)
     assert set(old) == {"numpy_threads", "numpy_parallel_min_bytes", "numpy_pool",
-                        "numpy_pool_max_bytes", "torch_defer", "torch_cuda", "warn_slow"}
+                        "numpy_pool_max_bytes", "torch_defer", "torch_cuda", "warn_slow",
+                        "huge_pages"}
     now = fastcopy.configure()
     assert now == {"numpy_threads": 3, "numpy_parallel_min_bytes": 123,
                    "numpy_pool": True, "numpy_pool_max_bytes": 1 << 20,
-                   "torch_defer": True, "torch_cuda": False, "warn_slow": None}
+                   "torch_defer": True, "torch_cuda": False, "warn_slow": None,
+                   "huge_pages": True}
     fastcopy.configure(**old)
     assert fastcopy.configure() == old
     fastcopy.configure(numpy_threads=0)

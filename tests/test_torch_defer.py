@@ -203,15 +203,16 @@ g = torch.Generator().manual_seed(7)
 # none a multiple of the page size; 38 MB in all, over the 32 MiB from which
 # a flush is split over two threads (16 MiB each at least)
 sizes = [16_385, 70_001, 262_147, 524_289, 1_100_003, 2_500_001, 5_000_011]
-for threads in (1, 3):
+for threads, huge in ((1, True), (3, True), (1, False), (3, False)):
     torch.set_num_threads(threads)
+    fastcopy.configure(huge_pages=huge)
     for rnd in range(6):
         x = {i: torch.randn(n, generator=g) for i, n in enumerate(sizes)}
         x["view"] = x[6][1000:4_000_000]
         keep = [fastcopy.deepcopy(x) for _ in range(rnd % 3)]   # heap holes and tops
         y, z = fastcopy.deepcopy(x), copy.deepcopy(x)
         for k in x:
-            assert torch.equal(y[k], z[k]), (threads, rnd, k)
+            assert torch.equal(y[k], z[k]), (threads, huge, rnd, k)
             assert y[k].storage_offset() == z[k].storage_offset()
         assert y["view"].untyped_storage().data_ptr() == y[6].untyped_storage().data_ptr()
         del keep, y, z
@@ -222,8 +223,9 @@ print("ok")
 @pytest.mark.parametrize("malloc", list(MALLOC_REGIMES))
 def test_populated_and_threaded_copies_are_exact(malloc):
     """Big host copies map only the destination pages that are missing
-    (mincore) and split the bytes over threads: the same bytes as the
-    stdlib's, whether glibc hands out fresh mmaps, reused heap, or both."""
+    (mincore), or advise huge pages from 4 MiB with huge_pages on, and split
+    the bytes over threads: the same bytes as the stdlib's, whether glibc
+    hands out fresh mmaps, reused heap, or both."""
     run_python_under_malloc(POPULATE_CHILD, malloc)
 
 
