@@ -6,7 +6,8 @@ keeps no memo (the *floor*: what building the same new objects costs); per N and
 implementation:
 
 * CPU time per item (median of interleaved rounds, the collector on or off: ``--gc``),
-* the time of a full collection right after the copy, with the copy alive,
+* what a full collection right after the copy, with the copy alive, costs over one just
+  before it (the rest of the heap),
 * with ``--rss``: the peak resident memory a copy adds, measured in a fresh process per cell,
 * with ``--serializers``: msgspec's msgpack and orjson round trips, where installed.
 
@@ -195,7 +196,9 @@ def measure(shape, n, names, use_gc, serializers=False):
     try:
         for _ in range(_rounds(n)):
             for name, fn in fns.items():
+                t = time.perf_counter()
                 gc.collect()
+                base = time.perf_counter() - t
                 if use_gc:
                     gc.enable()
                 else:
@@ -206,7 +209,7 @@ def measure(shape, n, names, use_gc, serializers=False):
                 gc.disable()
                 t = time.perf_counter()
                 gc.collect()
-                gcs[name].append(time.perf_counter() - t)
+                gcs[name].append(time.perf_counter() - t - base)
                 del y
                 times[name].append(dt)
     finally:
@@ -290,8 +293,8 @@ def main(argv, out=None, err=None):
         from . import _plot
         _plot.check_path(args.plot)
     cols = ["floor"] + [n for n in names if n in _impls(names)]
-    print("ns per item, CPU time, medians; collector %s during copies; gc: a full collection "
-          "after the copy (ms)" % args.gc, file=out)
+    print("ns per item, CPU time, medians; collector %s during copies; gc ms: what a full "
+          "collection after the copy costs over one before it" % args.gc, file=out)
     print("%-14s %10s  %s  %s" % ("shape", "N", "  ".join("%10s" % c for c in cols),
                                   "  fastcopy/floor  fastcopy vs copium   gc ms (stdlib, fastcopy)"),
           file=out)
