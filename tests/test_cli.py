@@ -326,7 +326,7 @@ class ScaleBenchmark(unittest.TestCase):
             self.assertEqual(set(row["results"]), {"floor", "stdlib", "fastcopy"})
             for r in row["results"].values():
                 self.assertGreater(r["ns"], 0)
-                self.assertGreaterEqual(r["gc_ms"], 0)
+                self.assertIsInstance(r["gc_ms"], float)   # a difference: may be < 0
             self.assertIn(row["shape"], out)
 
     def test_floors_build_what_the_stdlib_builds(self):
