@@ -826,3 +826,41 @@ def test_sklearn_native_road_runs_no_python_hook():
     # a mixin's __setstate__ after BaseEstimator: super() would find it, the Python road runs
     names, _ = python_calls(lambda: fastcopy.deepcopy(WithMixin(a=[1])))
     assert "__setstate__" in names
+
+
+@needs_pydantic
+def test_pydantic_getattr_mutates_the_source_mid_copy():
+    """An unset __pydantic_private__ read through a model's own __getattr__ that empties and
+    drops a field of the source while the road runs: deepcopy and copy as the stdlib's, in a
+    child process (user code frees what the copy was reading)."""
+    code = '''
+import copy, sys, typing
+sys.path.insert(0, %r)
+import pydantic, fastcopy
+from shape import Case, assert_equivalent
+
+class Hostile(pydantic.BaseModel):
+    a: list
+    _p: typing.Any = pydantic.PrivateAttr(default=None)
+    def __getattr__(self, name):
+        if name == "__pydantic_private__":
+            src = object.__getattribute__(self, "__dict__")
+            src["a"].clear()
+            src.pop("a", None)
+            return {"_p": [1, 2]}
+        return super().__getattr__(name)
+
+def make():
+    m = Hostile(a=[[1], [2]])
+    object.__delattr__(m, "__pydantic_private__")
+    return m
+
+for op in ("deepcopy", "copy"):
+    def scenario(impl, op=op):
+        m = make()
+        return Case([m], lambda: [getattr(impl, op)(m), m.__dict__])
+    assert_equivalent(scenario)
+print("ok")
+''' % __import__("os").path.dirname(__import__("os").path.abspath(__file__))
+    proc = shape.run_python(code)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr
