@@ -3,7 +3,7 @@
  * -- the registry of buffer backends and the walker's contract with them.
  *
  * A backend is one file with one table of operations (FcBackend,
- * buffers.h): recognise its types, deep-copy an instance, its part of the
+ * backend.h): recognise its types, deep-copy an instance, its part of the
  * module state with traverse and clear, its configure() keywords with
  * their defaults, its backends() entry and its trim().  The registry below
  * is the only list of them; module.c, settings.c and plan.c walk it.
@@ -19,19 +19,24 @@
  * backend at once.
  *
  * Adding a backend (docs/backends.md): a new src/<name>.c defining
- * `const FcBackend fc_<name>_backend`, its line in the registry below
- * (plus its declaration in buffers.h), and the file in src/_fastcopy.c's
- * list for the unity build.
+ * `const FcBackend fc_<name>_backend` (backend.h), its line in
+ * FC_BACKEND_LIST (backend.h), and the file in src/_fastcopy.c's list for
+ * the unity build.  The parts depend one way: the walker and plan.c call
+ * the registry, the registry calls the backends, and a backend reaches
+ * the running call only through FcCtx.walk and the parts below it (memo,
+ * defer, pool) -- tests/test_structure.py checks that no cycle comes back.
  */
 #include "fastcopy.h"
 #include "buffers.h"
+#include "state.h"
 
 FC_INTERNAL_DATA const FcBackend *const fc_backends[] = {
-    &fc_numpy_backend,
-    &fc_torch_backend,
-    &fc_cuda_backend,
+#define FC_BK_ROW_(name) &fc_##name##_backend,
+    FC_BACKEND_LIST(FC_BK_ROW_)
+#undef FC_BK_ROW_
 };
 FC_INTERNAL_DATA const int fc_nbackends = (int)(sizeof(fc_backends) / sizeof(fc_backends[0]));
+_Static_assert(FC_NBACKENDS <= FC_BACKENDS_MAX, "FcState.bk has no room for every backend");
 
 FC_INTERNAL int
 fc_buffer_kind(FcState *st, PyTypeObject *tp)

@@ -100,6 +100,98 @@ error:
     return NULL;
 }
 
+/* copy.copy(x) of a pydantic model whose __copy__ is BaseModel's or
+   RootModel's own (hooks.c, fc_plan_pydantic_copy): the hook's steps in
+   its order, its copy() being the copy module's (fastcopy's copy() does
+   what that does, the dispatch table read again on every call).
+   new ref | NULL+exc | NULL, no exc: the hook itself (nothing done) */
+static PyObject *
+fc_copy_pydantic(FcState *st, PyObject *x, int hook)
+{
+    if (!fc_pc_ok(st, hook)) {
+        return NULL;
+    }
+    FcHooksState *h = &st->hooks;
+    PyTypeObject *tp = Py_TYPE(x);
+    PyObject *v, *v2, *d, *d2 = NULL;
+    /* m = cls.__new__(cls) */
+    PyObject *m = tp->tp_new(tp, st->empty_tuple, NULL);
+    if (m == NULL) {
+        return NULL;
+    }
+    /* copy(self.__dict__) */
+    if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
+        goto fail;
+    }
+    d2 = fc_copy(st, d);
+    Py_DECREF(d);
+    if (d2 == NULL) {
+        goto fail;
+    }
+    if (hook == FH_PYDROOT) {
+        /* new_dict['root'] = copy(self.__dict__['root']) */
+        if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
+            goto fail;
+        }
+        v = PyObject_GetItem(d, h->s_root);
+        Py_DECREF(d);
+        v2 = v != NULL ? fc_copy(st, v) : NULL;
+        Py_XDECREF(v);
+        if (v2 == NULL) {
+            goto fail;
+        }
+        int rc = PyObject_SetItem(d2, h->s_root, v2);
+        Py_DECREF(v2);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    /* _object_setattr(m, '__dict__', ...) */
+    if (PyObject_GenericSetAttr(m, st->s_dict, d2) < 0) {
+        goto fail;
+    }
+    Py_CLEAR(d2);
+    for (int i = hook == FH_PYDROOT ? FC_PD_FSET : FC_PD_EXTRA; i <= FC_PD_FSET; i++) {
+        /* _object_setattr(m, name, copy(self.name)): extra, fields set */
+        if ((v = fc_pd_get(NULL, x, h->s_pd[i])) == NULL) {
+            goto fail;
+        }
+        v2 = fc_copy(st, v);
+        Py_DECREF(v);
+        int rc = v2 != NULL ? PyObject_GenericSetAttr(m, h->s_pd[i], v2) : -1;
+        Py_XDECREF(v2);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    if (hook == FH_PYDANTIC) {
+        PyObject *priv;
+        if (fc_pd_private(NULL, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
+            goto fail;
+        }
+        if (priv == NULL) {
+            v2 = Py_NewRef(Py_None);
+        }
+        else {
+            v2 = fc_pd_private_dict(NULL, priv, h->pd_g[3]);
+            Py_DECREF(priv);
+            if (v2 == NULL) {
+                goto fail;
+            }
+        }
+        int rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_PRIVATE], v2);
+        Py_DECREF(v2);
+        if (rc < 0) {
+            goto fail;
+        }
+    }
+    return m;
+fail:
+    Py_XDECREF(d2);
+    Py_DECREF(m);
+    return NULL;
+}
+
 /* A plain instance, shallow.  new ref | NULL+exc | NULL, no exc: take the
    generic road */
 static PyObject *

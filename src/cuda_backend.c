@@ -8,8 +8,12 @@
  */
 #include "fastcopy.h"
 #include "cuda_backend.h"
-#include "buffers.h"
+#include "backend.h"
 #include "state.h"
+
+/* This backend's own block of the module state (backend.h). */
+#define CUDA(st) FC_BACKEND_STATE(st, FcCudaState, FC_BK_cuda)
+FC_BACKEND_STATE_CHECK(FcCudaState);
 
 /* The C API of fastcopy._cuda, imported at the first CUDA copy; the module
    stays referenced by the state so the API's context stays alive.
@@ -17,8 +21,8 @@
 FC_INTERNAL const FcCudaCAPI *
 fc_cuda_api(FcState *st)
 {
-    if (st->cuda.api != NULL) {
-        return st->cuda.api;
+    if (CUDA(st)->api != NULL) {
+        return CUDA(st)->api;
     }
     PyObject *mod = PyImport_ImportModule("fastcopy._cuda");
     if (mod == NULL) {
@@ -35,8 +39,8 @@ fc_cuda_api(FcState *st)
                      api->version, FC_CUDA_CAPI_VERSION);
         return NULL;
     }
-    Py_XSETREF(st->cuda.mod, mod);
-    st->cuda.api = api;
+    Py_XSETREF(CUDA(st)->mod, mod);
+    CUDA(st)->api = api;
     return api;
 }
 
@@ -44,21 +48,21 @@ fc_cuda_api(FcState *st)
 static PyObject *
 fc_cuda_info(FcState *st)
 {
-    return Py_BuildValue("{s:O}", "loaded", st->cuda.mod != NULL ? Py_True : Py_False);
+    return Py_BuildValue("{s:O}", "loaded", CUDA(st)->mod != NULL ? Py_True : Py_False);
 }
 
 static int
 fc_cuda_traverse(FcState *st, visitproc visit, void *arg)
 {
-    Py_VISIT(st->cuda.mod);
+    Py_VISIT(CUDA(st)->mod);
     return 0;
 }
 
 static void
 fc_cuda_clear(FcState *st)
 {
-    st->cuda.api = NULL;
-    Py_CLEAR(st->cuda.mod);
+    CUDA(st)->api = NULL;
+    Py_CLEAR(CUDA(st)->mod);
 }
 
 FC_INTERNAL_DATA const FcBackend fc_cuda_backend = {

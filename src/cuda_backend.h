@@ -9,7 +9,8 @@
 
 #include "fastcopy.h"
 
-/* FcState.cuda.  Traversed and cleared by cuda_backend.c's backend table. */
+/* cuda_backend.c's block of FcState (FC_BK_cuda, backend.h), read by that
+   file alone.  Traversed and cleared by its backend table. */
 typedef struct {
     PyObject *mod;                 /* fastcopy._cuda once its C API is used */
     const FcCudaCAPI *api;         /* its C API (lives as long as mod) */

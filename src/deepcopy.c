@@ -60,11 +60,14 @@
 #include "reduce.h"
 #include "buffers.h"
 #include "defer.h"
-#include "select.h"
 #include "state.h"
 #include "hooks.h"
-#include "copy.h"
 #include "profile.h"
+
+/* The walk and its stack check ("Entry", "Stack headroom"): reached from
+   below only through FcWalkOps. */
+static PyObject *fc_walk(FcCtx *c, PyObject *x);
+static int fc_stack_check(void);
 #if !FC_PY312_PLUS
 #  include "structmember.h"   /* PyMember_GetOne, PyMember_SetOne */
 #endif
@@ -619,7 +622,7 @@ fc_slots_abandon(FcCtx *c, FcRecon *r)
 
 /* Before the memo is shown to Python code: no half-built dict may differ
    from the stdlib's.  0 | -1+exc */
-FC_INTERNAL int
+static int
 fc_demote_all(FcCtx *c)
 {
     for (Py_ssize_t i = 0; i < c->nframes; i++) {
@@ -1036,7 +1039,7 @@ fc_pd_after(FcCtx *c)
 /* getattr(x, name) for a slot of x's type: its value, no user code, when it
    is set; else the generic getattr, which runs x's __getattr__ (user code,
    guarded).  new ref | NULL+exc */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_pd_get(FcCtx *c, PyObject *x, PyObject *name)
 {
     PyObject *d = _PyType_Lookup(Py_TYPE(x), name);
@@ -1061,7 +1064,7 @@ fc_pd_get(FcCtx *c, PyObject *x, PyObject *name)
 
 /* `not hasattr(x, name) or x.name is None`, else x.name: *val NULL for the
    first.  0 | -1+exc */
-static int
+FC_INTERNAL int
 fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
 {
     *val = NULL;
@@ -1119,7 +1122,7 @@ fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
 
 /* {k: v for k, v in priv.items() if v is not PydanticUndefined}.
    new ref | NULL+exc */
-static PyObject *
+FC_INTERNAL PyObject *
 fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined)
 {
     PyObject *k, *v, *d;
@@ -1720,98 +1723,6 @@ fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
         f->u.recon.r->i = 0;
     }
     return res;
-}
-
-/* copy.copy(x) of a pydantic model whose __copy__ is BaseModel's or
-   RootModel's own (hooks.c, fc_plan_pydantic_copy): the hook's steps in
-   its order, its copy() being the copy module's (fastcopy's copy() does
-   what that does, the dispatch table read again on every call).
-   new ref | NULL+exc | NULL, no exc: the hook itself (nothing done) */
-FC_INTERNAL PyObject *
-fc_copy_pydantic(FcState *st, PyObject *x, int hook)
-{
-    if (!fc_pc_ok(st, hook)) {
-        return NULL;
-    }
-    FcHooksState *h = &st->hooks;
-    PyTypeObject *tp = Py_TYPE(x);
-    PyObject *v, *v2, *d, *d2 = NULL;
-    /* m = cls.__new__(cls) */
-    PyObject *m = tp->tp_new(tp, st->empty_tuple, NULL);
-    if (m == NULL) {
-        return NULL;
-    }
-    /* copy(self.__dict__) */
-    if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
-        goto fail;
-    }
-    d2 = fc_copy(st, d);
-    Py_DECREF(d);
-    if (d2 == NULL) {
-        goto fail;
-    }
-    if (hook == FH_PYDROOT) {
-        /* new_dict['root'] = copy(self.__dict__['root']) */
-        if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
-            goto fail;
-        }
-        v = PyObject_GetItem(d, h->s_root);
-        Py_DECREF(d);
-        v2 = v != NULL ? fc_copy(st, v) : NULL;
-        Py_XDECREF(v);
-        if (v2 == NULL) {
-            goto fail;
-        }
-        int rc = PyObject_SetItem(d2, h->s_root, v2);
-        Py_DECREF(v2);
-        if (rc < 0) {
-            goto fail;
-        }
-    }
-    /* _object_setattr(m, '__dict__', ...) */
-    if (PyObject_GenericSetAttr(m, st->s_dict, d2) < 0) {
-        goto fail;
-    }
-    Py_CLEAR(d2);
-    for (int i = hook == FH_PYDROOT ? FC_PD_FSET : FC_PD_EXTRA; i <= FC_PD_FSET; i++) {
-        /* _object_setattr(m, name, copy(self.name)): extra, fields set */
-        if ((v = fc_pd_get(NULL, x, h->s_pd[i])) == NULL) {
-            goto fail;
-        }
-        v2 = fc_copy(st, v);
-        Py_DECREF(v);
-        int rc = v2 != NULL ? PyObject_GenericSetAttr(m, h->s_pd[i], v2) : -1;
-        Py_XDECREF(v2);
-        if (rc < 0) {
-            goto fail;
-        }
-    }
-    if (hook == FH_PYDANTIC) {
-        PyObject *priv;
-        if (fc_pd_private(NULL, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
-            goto fail;
-        }
-        if (priv == NULL) {
-            v2 = Py_NewRef(Py_None);
-        }
-        else {
-            v2 = fc_pd_private_dict(NULL, priv, h->pd_g[3]);
-            Py_DECREF(priv);
-            if (v2 == NULL) {
-                goto fail;
-            }
-        }
-        int rc = PyObject_GenericSetAttr(m, h->s_pd[FC_PD_PRIVATE], v2);
-        Py_DECREF(v2);
-        if (rc < 0) {
-            goto fail;
-        }
-    }
-    return m;
-fail:
-    Py_XDECREF(d2);
-    Py_DECREF(m);
-    return NULL;
 }
 
 /* An instance whose __getstate__/__setstate__ a library made (a frozen
@@ -2620,8 +2531,6 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
     return res;
 }
 
-FC_INTERNAL_DATA char fc_pushed_marker;   /* FC_PUSHED's address */
-
 static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
 
 /* The frame copying dict x into y (stolen; NULL: the error of making it),
@@ -2897,6 +2806,28 @@ fc_enter_planned(FcCtx *c, PyObject *x, int *gflags)
     return res;
 }
 
+/* share=: is x to be shared rather than copied?  A type or tuple of
+   types is an isinstance() check (a metaclass's __instancecheck__ is user
+   code), anything else a predicate called with x.  1 | 0 | -1+exc */
+static int
+fc_share_match(FcCtx *c, PyObject *x)
+{
+    PyObject *s = c->share;
+    if (fc_before_user_code(c, 0) < 0) {
+        return -1;
+    }
+    if (PyType_Check(s) || PyTuple_Check(s)) {
+        return PyObject_IsInstance(x, s);
+    }
+    PyObject *r = PyObject_CallOneArg(s, x);
+    if (r == NULL) {
+        return -1;
+    }
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
 /* deepcopy(x)'s steps after the memo lookup: atomic kinds, share=, the
    builtin containers whose stdlib copier is still the original, a plan's
    road, and the stdlib's generic road for the rest.
@@ -2979,7 +2910,7 @@ fc_walk_looked_up(FcCtx *c, PyObject *x)
     return fc_walk_from(c, c->nframes - 1, res);
 }
 
-FC_INTERNAL PyObject *
+static PyObject *
 fc_walk(FcCtx *c, PyObject *x)
 {
     Py_ssize_t base = c->nframes;
@@ -3033,7 +2964,7 @@ static FC_PLAT_THREAD_LOCAL uintptr_t fc_stack_lo;   /* lowest usable address */
 
 /* 0 | -1+RecursionError when this thread's C stack is nearly used up: a
    hook that recurses through deepcopy() must not crash a small thread. */
-FC_INTERNAL int
+static int
 fc_stack_check(void)
 {
     /* the frame address, not a local's: ASan's fake stacks move locals */
@@ -3055,7 +2986,7 @@ fc_stack_check(void)
     return 0;
 }
 #else
-FC_INTERNAL int
+static int
 fc_stack_check(void)
 {
     return 0;
@@ -3066,10 +2997,20 @@ fc_stack_check(void)
 /* Entry                                                               */
 /* ------------------------------------------------------------------ */
 
+/* What the parts below the walker borrow from it (fastcopy.h, FcWalkOps). */
+static const FcWalkOps fc_walk_ops = {
+    .walk = fc_walk,
+    .before_user_code = fc_before_user_code,
+    .after_user_code = fc_after_user_code,
+    .before_show = fc_demote_all,
+    .stack_check = fc_stack_check,
+};
+
 FC_INTERNAL_INLINE void
 fc_ctx_init(FcCtx *c, FcState *st)
 {
     c->st = st;
+    c->walk = &fc_walk_ops;
     c->mode = FC_MEMO_NATIVE;
     c->memo = NULL;
     c->memo_id = NULL;
@@ -3092,7 +3033,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nuntracked = c->capuntracked = 0;
     c->ops = NULL;
     c->nops = c->capops = 0;
-    c->torch_ambient = 0;
+    c->ambient = 0;
     c->gc_grace = FC_GC_GRACE;
 #if FC_FT
     c->pin[0] = c->pin[1] = NULL;

@@ -1,9 +1,8 @@
 /*
- * deepcopy.h: the walker (deepcopy.c) -- deepcopy() itself, and the entry
- * that lets other parts copy a child within a running call (the buffer
- * backends copy an object array's items or a tensor's attributes with the
- * call's own memo and work stack).  Callers: module.c, select.c, copy.c
- * (nothing), numpy.c, torch.c, memo.c.
+ * deepcopy.h: the walker (deepcopy.c) -- deepcopy() itself and a call's
+ * context, for the parts above it: module.c, select.c, cowdict.c, copy.c.
+ * The parts below it (the buffer backends, the memo) reach the running
+ * call only through the FcWalkOps it installs in FcCtx (fastcopy.h).
  */
 #ifndef FASTCOPY_DEEPCOPY_H
 #define FASTCOPY_DEEPCOPY_H
@@ -15,9 +14,6 @@
    new ref | NULL+exc */
 FC_INTERNAL PyObject *fc_deepcopy(FcState *st, PyObject *x, PyObject *memo,
                                   PyObject *nil, PyObject *share);
-/* Deep-copy x within the running call (same memo, same work stack).
-   Runs user code.  new ref | NULL+exc */
-FC_INTERNAL PyObject *fc_walk(FcCtx *c, PyObject *x);
 /* A call's context: init (no allocation, no user code) and fini (releases
    everything, runs the end-of-call steps: finalizers may run). */
 FC_INTERNAL_INLINE void fc_ctx_init(FcCtx *c, FcState *st);
@@ -30,22 +26,23 @@ FC_INTERNAL_INLINE int fc_deep_atomic(FcCtx *c, PyObject *x);
    share= predicate, an object's own __deepcopy__: every call into Python
    of a copy goes through here first.  The byte copies recorded so far run
    (defer.c: a hook could read a result or write a source), the cached
-   torch mode check is forgotten, and when the code is handed the memo
+   ambient check of a backend (FcCtx.ambient) is forgotten, and when the code is handed the memo
    (show), the memo becomes the stdlib's dict of this moment (memo.c; pair
    with fc_memo_hide after the call).  0 | -1+exc */
 FC_INTERNAL_INLINE int fc_before_user_code(FcCtx *c, int show);
-/* Before the memo is shown to Python code: every half-built dict made
-   exactly the stdlib's (prefilled frames demoted).  0 | -1+exc */
-FC_INTERNAL int fc_demote_all(FcCtx *c);
 /* Whether this interpreter's dicts are laid out as deepcopy.c's "Values
    put in place" reads them (checked on dicts made for it): sets
    st->dict_slots_ok.  0 | -1+exc */
 FC_INTERNAL int fc_dict_slots_probe(FcState *st);
-/* copy.copy(x) of a pydantic model with BaseModel's or RootModel's own
-   __copy__ (hook: FH_PYDANTIC | FH_PYDROOT), natively.  new ref |
-   NULL+exc | NULL, no exc: not this road now (nothing done) */
-FC_INTERNAL PyObject *fc_copy_pydantic(FcState *st, PyObject *x, int hook);
-/* 0 | -1+RecursionError when this thread's C stack is nearly used up. */
-FC_INTERNAL int fc_stack_check(void);
+/* A pydantic model's attribute reads, as its hooks make them (also for
+   copy.c's copy.copy of a model; c NULL: no call is running).
+   getattr(x, name), a set slot read without user code: new ref | NULL+exc.
+   private: `not hasattr(x, name) or x.name is None`, else x.name in *val
+   (NULL for the first): 0 | -1+exc.
+   private_dict: {k: v for k, v in priv.items() if v is not undefined}:
+   new ref | NULL+exc. */
+FC_INTERNAL PyObject *fc_pd_get(FcCtx *c, PyObject *x, PyObject *name);
+FC_INTERNAL int fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val);
+FC_INTERNAL PyObject *fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined);
 
 #endif /* FASTCOPY_DEEPCOPY_H */

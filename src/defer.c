@@ -5,6 +5,9 @@
  * exactly as torch's own deepcopy path would, but instead of moving the
  * bytes there and then it records (dst, src, nbytes, device, stream) here,
  * holding a strong reference to the objects that own both buffers.  The
+ * recorder hands in its FcDeferSource (defer.h): how to read an owner's
+ * address, its library's thread count, its CUDA API -- defer.c knows no
+ * backend, and any backend can record.  The
  * queue lives in the call's FcCtx and is flushed:
  *
  *   - before every call that can run code other than fastcopy's and the
@@ -44,10 +47,8 @@
  */
 #include "fastcopy.h"
 #include "defer.h"
-#include "cuda_backend.h"
 #include "state.h"
 #include "profile.h"
-#include "torch.h"
 
 #include "platform.h"
 
@@ -472,7 +473,7 @@ fc_par_copy(const FcCopyOp *ops, Py_ssize_t nops, size_t total, int nthreads,
 static int
 fc_defer_cuda(FcState *st, const FcCopyOp *ops, const Py_ssize_t *idx, Py_ssize_t n)
 {
-    const FcCudaCAPI *api = fc_cuda_api(st);
+    const FcCudaCAPI *api = ops[idx[0]].via->cuda(st);
     if (api == NULL) {
         return -1;
     }
@@ -528,22 +529,18 @@ done:
 /* The queue                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Threads for host copies of `total` bytes: torch's intra-op count (asked
-   at each big flush: torch.set_num_threads may have changed it), 1 if that
-   cannot be had, and no more than FC_DEFER_PER_THREAD bytes each allow.
-   Asked before any address is read: it is a call. */
+/* Threads for host copies of `total` bytes: the recorder's library's
+   count (torch's intra-op count, asked at each big flush:
+   torch.set_num_threads may have changed it), 1 if that cannot be had, and
+   no more than FC_DEFER_PER_THREAD bytes each allow.  Asked before any
+   address is read: it is a call. */
 static int
-fc_defer_threads(FcState *st, size_t total)
+fc_defer_threads(FcState *st, const FcDeferSource *via, size_t total)
 {
-    if (total < 2 * FC_DEFER_PER_THREAD || st->torch.num_threads == NULL) {
+    if (total < 2 * FC_DEFER_PER_THREAD || via == NULL || via->threads == NULL) {
         return 1;
     }
-    PyObject *v = PyObject_CallNoArgs(st->torch.num_threads);
-    long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 1;
-    if (v == NULL || (n == -1 && PyErr_Occurred())) {
-        PyErr_Clear();      /* a thread count is advice: copy on one */
-    }
-    Py_XDECREF(v);
+    long n = via->threads(st);
     size_t most = total / FC_DEFER_PER_THREAD;
     if (n > 0 && (size_t)n > most) {
         n = (long)most;
@@ -589,8 +586,8 @@ fc_defer_resolve(FcState *st, FcCopyOp *ops, Py_ssize_t n)
         char *sb, *db;
         size_t snb, dnb;
         size_t so = (size_t)(uintptr_t)op->src, dof = (size_t)(uintptr_t)op->dst;
-        if (fc_torch_storage_addr(st, op->src_owner, &sb, &snb) < 0
-            || fc_torch_storage_addr(st, op->dst_owner, &db, &dnb) < 0) {
+        if (op->via->addr(st, op->src_owner, &sb, &snb) < 0
+            || op->via->addr(st, op->dst_owner, &db, &dnb) < 0) {
             return -1;
         }
         if (sb == NULL || db == NULL || so > snb || snb - so < op->n
@@ -620,21 +617,29 @@ fc_defer_run(FcCtx *c)
     int rc = -1, all;
     FcProfCall *pc = fc_prof_counting(st);      /* profile.c */
     int64_t t0 = pc != NULL ? fc_prof_now() : 0;
+    int prof_kinds = 0;
+    const FcDeferSource *host_via = NULL, *dev_via = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
+        prof_kinds |= ops[i].via->prof_kind;
         if (ops[i].dev < 0) {
             total += ops[i].n;
             ncpu++;
+            host_via = host_via != NULL ? host_via : ops[i].via;
+        }
+        else {
+            dev_via = dev_via != NULL ? dev_via : ops[i].via;
         }
     }
     /* everything that calls out first (the CUDA module is imported at the
        first CUDA copy, torch is asked for its thread count), then the
        addresses, then the copies */
     PyObject *et = NULL, *ev = NULL, *tb = NULL;
-    if (ncpu < n && (fc_cuda_api(st) == NULL || st->cuda.api->ready(st->cuda.api->ctx) < 0)) {
+    const FcCudaCAPI *api = dev_via != NULL ? dev_via->cuda(st) : NULL;
+    if (dev_via != NULL && (api == NULL || api->ready(api->ctx) < 0)) {
         /* the host copies still run (the caller's memo may hold them) */
         PyErr_Fetch(&et, &ev, &tb);
     }
-    int nthreads = fc_defer_threads(st, total);
+    int nthreads = fc_defer_threads(st, host_via, total);
     if ((all = fc_defer_resolve(st, ops, n)) < 0) {
         goto done;
     }
@@ -704,17 +709,18 @@ done:
     PyMem_Free(idx);
     fc_defer_release(c);
     if (pc != NULL) {
-        fc_prof_buffer(pc, FC_PROF_TORCH, 0, t0);   /* bytes counted when recorded */
+        fc_prof_buffer(pc, prof_kinds, 0, t0);   /* bytes counted when recorded */
     }
     return rc;
 }
 
 /* Before a call into code that is not ours: that code may also change
-   torch's modes, so the cached ambient check is forgotten.  0 | -1+exc */
+   a library's modes (torch's), so the cached ambient check is forgotten.
+   0 | -1+exc */
 FC_INTERNAL_INLINE int
 fc_defer_flush(FcCtx *c)
 {
-    c->torch_ambient = 0;
+    c->ambient = 0;
     return FC_LIKELY(c->nops == 0) ? 0 : fc_defer_run(c);
 }
 
@@ -742,23 +748,25 @@ fc_defer_end(FcCtx *c, PyObject *y)
     return NULL;
 }
 
-/* Will fc_defer_copy(n, dev) record the copy rather than run it?  Then the
-   caller hands it the storages and offsets.  1 | 0 */
+/* Will fc_defer_copy(via, n, dev) record the copy rather than run it?
+   Then the caller hands it the storages and offsets.  1 | 0 */
 FC_INTERNAL_INLINE int
-fc_defer_queued(FcState *st, size_t n, int dev)
+fc_defer_queued(FcState *st, const FcDeferSource *via, size_t n, int dev)
 {
-    return st->torch.defer && n > 0 && (dev >= 0 || n >= FC_NOGIL_MIN);
+    return n > 0 && (dev >= 0 || n >= FC_NOGIL_MIN) && via->recording(st);
 }
 
 /* Copy n bytes from src to dst on device dev (-1: host) and stream.
-   When fc_defer_queued(n, dev), the copy is recorded for the next flush:
-   src is byte src_off of the torch storage src_store, dst byte dst_off of
-   dst_store (borrowed here, kept until then; see the top of the file).
+   When fc_defer_queued(via, n, dev), the copy is recorded for the next
+   flush: src is byte src_off of src_store, dst byte dst_off of dst_store
+   (owners whose bytes via->addr finds; borrowed here, kept until then; see
+   the top of the file).
    Otherwise it runs now (the stores may be NULL).  Either way the caller
    read the addresses after its last call that could run Python code.
    0 | -1+exc */
 FC_INTERNAL int
-fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
+fc_defer_copy(FcCtx *c, const FcDeferSource *via,
+              char *dst, PyObject *dst_store, size_t dst_off,
               const char *src, PyObject *src_store, size_t src_off,
               size_t n, int dev, uintptr_t stream)
 {
@@ -767,8 +775,8 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
         return 0;
     }
     FcProfCall *pc = fc_prof_counting(st);      /* profile.c */
-    if (!fc_defer_queued(st, n, dev)) {
-        FcCopyOp op = {dst, src, n, NULL, NULL, dev, stream};
+    if (!fc_defer_queued(st, via, n, dev)) {
+        FcCopyOp op = {dst, src, n, NULL, NULL, dev, stream, via};
         int64_t t0 = pc != NULL ? fc_prof_now() : 0;
         int rc = 0;
         if (dev < 0) {
@@ -778,24 +786,24 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
                 memcpy(dst, src, n);
             }
             else {
-                fc_defer_host(&op, 1, n, fc_defer_threads(st, n), fc_copy_road(st));
+                fc_defer_host(&op, 1, n, fc_defer_threads(st, via, n), fc_copy_road(st));
             }
         }
         else {
-            /* (fc_torch_where loaded the CUDA module before any address
-               was read) */
+            /* (the recorder loaded the CUDA module before any address was
+               read: torch.c's fc_torch_where) */
             Py_ssize_t zero = 0;
             rc = fc_defer_cuda(st, &op, &zero, 1);
         }
         if (pc != NULL) {
-            fc_prof_buffer(pc, FC_PROF_TORCH, (int64_t)n, t0);
+            fc_prof_buffer(pc, via->prof_kind, (int64_t)n, t0);
         }
         return rc;
     }
     if (pc != NULL) {
         /* the time is counted when the copy runs (fc_defer_run) */
         pc->buffer_bytes += (int64_t)n;
-        pc->buffer_kinds |= FC_PROF_TORCH;
+        pc->buffer_kinds |= via->prof_kind;
     }
     if (c->nops == c->capops) {
         Py_ssize_t cap = c->capops ? c->capops * 2 : 16;
@@ -816,5 +824,6 @@ fc_defer_copy(FcCtx *c, char *dst, PyObject *dst_store, size_t dst_off,
     op->dst_owner = Py_NewRef(dst_store);
     op->dev = dev;
     op->stream = stream;
+    op->via = via;
     return 0;
 }

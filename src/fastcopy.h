@@ -555,7 +555,7 @@ typedef struct {
 
 #define FC_FRAMES_INLINE 4
 
-/* A byte copy recorded by torch.c and run at the next flush (defer.c). */
+/* A byte copy a buffer backend recorded, run at the next flush (defer.c). */
 typedef struct {
     char *dst;
     const char *src;
@@ -563,10 +563,33 @@ typedef struct {
     PyObject *src_owner, *dst_owner;   /* strong */
     int dev;                           /* CUDA device, -1: host memory */
     uintptr_t stream;                  /* CUstream when dev >= 0 */
+    const struct FcDeferSource *via;   /* who recorded it (defer.h) */
 } FcCopyOp;
+
+struct FcCtx;
+
+/* What the walker (deepcopy.c) lends the parts below it, installed in
+   every FcCtx by fc_ctx_init: the parts that depend on the walker reach
+   it only through these, so nothing below it calls back up. */
+typedef struct FcWalkOps {
+    /* deepcopy(x, memo) of a child, through the call's memo.
+       new ref | NULL+exc */
+    PyObject *(*walk)(struct FcCtx *c, PyObject *x);
+    /* Before calling code that is not ours: the recorded byte copies run,
+       and with show the memo is shown as the stdlib's dict.  0 | -1+exc */
+    int (*before_user_code)(struct FcCtx *c, int show);
+    /* After such code: the copy module's tables read again.  0 | -1+exc */
+    int (*after_user_code)(struct FcCtx *c);
+    /* The memo is about to be shown: every half-built copy made to look
+       as the stdlib's would (memo.c calls it).  0 | -1+exc */
+    int (*before_show)(struct FcCtx *c);
+    /* 0 | -1+RecursionError when this thread's C stack is nearly used up */
+    int (*stack_check)(void);
+} FcWalkOps;
 
 typedef struct FcCtx {
     FcState *st;
+    const FcWalkOps *walk;    /* the walker's services (deepcopy.c) */
     int mode;                 /* FC_MEMO_* */
     PyObject *memo;           /* dict or mapping when mode != NATIVE, strong */
     PyObject *memo_id;        /* id(memo), lazily */
@@ -589,8 +612,9 @@ typedef struct FcCtx {
     Py_ssize_t nuntracked, capuntracked;
     FcCopyOp *ops;            /* deferred byte copies (defer.c) */
     Py_ssize_t nops, capops;
-    int torch_ambient;        /* torch.c: fc_torch_ambient passed since the last
-                                 user code: 0 no, 1 modes, 2 modes and storages */
+    int ambient;              /* a buffer backend's check of the ambient state
+                                 (torch.c: its modes), good until user code
+                                 runs: every flush (defer.c) sets it to 0 */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
 #if FC_FT
@@ -622,9 +646,8 @@ typedef struct FcCtx {
 #  define FC_FT_PIN2(c, a, b) ((void)0)
 #endif
 
-/* A unique non-object pointer: "a frame was pushed, no result yet"
-   (defined in deepcopy.c). */
-extern FC_INTERNAL_DATA char fc_pushed_marker;
-#define FC_PUSHED ((PyObject *)&fc_pushed_marker)
+/* "A frame was pushed, no result yet": a pointer that is never an
+   object's (objects are aligned), so no part has to define it. */
+#define FC_PUSHED ((PyObject *)(uintptr_t)1)
 
 #endif /* FASTCOPY_H */

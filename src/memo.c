@@ -41,8 +41,6 @@
  */
 #include "fastcopy.h"
 #include "memo.h"
-#include "deepcopy.h"
-#include "defer.h"
 #include "state.h"
 
 /* ------------------------------------------------------------------ */
@@ -1519,7 +1517,7 @@ fc_memo_show(FcCtx *c)
     }
     c->shows++;
     fc_retrack_all(c);
-    if (fc_demote_all(c) < 0 || fc_memo_sync(&c->native) < 0) {
+    if (c->walk->before_show(c) < 0 || fc_memo_sync(&c->native) < 0) {
         return -1;
     }
     FcMemo *m = &c->native;

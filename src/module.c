@@ -3,7 +3,6 @@
  * argument parsing.
  */
 #include "fastcopy.h"
-#include "module.h"
 #include "deepcopy.h"
 #include "copy.h"
 #include "select.h"
@@ -18,7 +17,7 @@
 #include "profile.h"
 
 /* Every object field of FcState's core, for traverse and clear (the
-   backends' parts are theirs: buffers.h). */
+   backends' parts are theirs: backend.h). */
 #define FC_STATE_OBJECTS(X) \
     X(copy_module) X(copy_globals) X(error) X(deep_dispatch) X(copy_dispatch) \
     X(dispatch_table) X(reconstruct) X(reconstruct_helper) X(copyreg_globals) \
@@ -36,72 +35,6 @@ FC_INLINE FcState *
 fc_state(PyObject *module)
 {
     return (FcState *)PyModule_GetState(module);
-}
-
-/* ------------------------------------------------------------------ */
-/* Argument parsing with the messages of a Python function              */
-/* ------------------------------------------------------------------ */
-
-/* Bind args/kwnames to out[0..nnames) (borrowed, NULL = not given).
-   The first npos names are positional-or-keyword, the rest keyword-only;
-   the first nreq are required.  0 | -1+exc */
-FC_INTERNAL int
-fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-         PyObject *kwnames, const char *const *names, int nnames, int npos,
-         int nreq, PyObject **out)
-{
-    for (int i = 0; i < nnames; i++) {
-        out[i] = NULL;
-    }
-    if (nargs > npos) {
-        if (npos == nreq) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() takes %d positional argument%s but %zd %s given",
-                         fname, npos, npos == 1 ? "" : "s", nargs,
-                         nargs == 1 ? "was" : "were");
-        }
-        else {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() takes from %d to %d positional arguments but %zd %s given",
-                         fname, nreq, npos, nargs, nargs == 1 ? "was" : "were");
-        }
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        out[i] = args[i];
-    }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t j = 0; j < nkw; j++) {
-        PyObject *kw = PyTuple_GET_ITEM(kwnames, j);
-        int found = -1;
-        for (int i = 0; i < nnames; i++) {
-            if (PyUnicode_CompareWithASCIIString(kw, names[i]) == 0) {
-                found = i;
-                break;
-            }
-        }
-        if (found < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument '%U'", fname, kw);
-            return -1;
-        }
-        if (out[found] != NULL) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got multiple values for argument '%s'", fname,
-                         names[found]);
-            return -1;
-        }
-        out[found] = args[nargs + j];
-    }
-    for (int i = 0; i < nreq; i++) {
-        if (out[i] == NULL) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() missing 1 required positional argument: '%s'",
-                         fname, names[i]);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------------ */

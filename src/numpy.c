@@ -26,9 +26,9 @@
  *     scalars are never ours: their own __deepcopy__ runs.
  * With numpy_pool on, the copy's data comes from pool.c through a NEP 49
  * PyDataMem_Handler.  numpy's handler is a context variable: it is set
- * once in a private context (st->np.handler, made empty when the module
+ * once in a private context (NUMPY(st)->handler, made empty when the module
  * loads; the handler goes in at configure(numpy_pool=True), or at the
- * first pooled copy if numpy was not imported then; st->np.checked says it
+ * first pooled copy if numpy was not imported then; NUMPY(st)->checked says it
  * is in), and that context is entered only around our own allocation
  * call: no other allocation ever sees the handler, and a pooled copy sets
  * no context variable -- nothing there can fail midway.  (Made at module
@@ -42,18 +42,20 @@
  */
 #include "fastcopy.h"
 #include "numpy.h"
-#include "buffers.h"
-#include "deepcopy.h"
+#include "backend.h"
 #include "memo.h"
 #include "defer.h"
 #include "pool.h"
-#include "settings.h"
 #include "state.h"
 #include "profile.h"
 
 #include "platform.h"
 
-enum { FB_NP_ARRAY = 1 };   /* local kinds (buffers.h) */
+enum { FB_NP_ARRAY = 1 };   /* local kinds (backend.h) */
+
+/* numpy.c's own block of the module state (backend.h). */
+#define NUMPY(st) FC_BACKEND_STATE(st, FcNumpyState, FC_BK_numpy)
+FC_BACKEND_STATE_CHECK(FcNumpyState);
 
 
 #define FC_NP_MAX_SLOTS 64          /* object slots per element we handle */
@@ -128,7 +130,7 @@ static PyDataMem_Handler fc_np_handler = {
 };
 
 /* numpy.ndarray from sys.modules (never imported here), cached.
-   0 (st->np.ndarray may still be NULL) | -1+exc */
+   0 (NUMPY(st)->ndarray may still be NULL) | -1+exc */
 static int
 fc_np_find(FcState *st)
 {
@@ -152,7 +154,7 @@ fc_np_find(FcState *st)
         return 0;
     }
     if (r > 0 && PyType_Check(nd)) {
-        st->np.ndarray = nd;
+        NUMPY(st)->ndarray = nd;
         return 0;
     }
     Py_XDECREF(nd);
@@ -164,17 +166,17 @@ fc_np_find(FcState *st)
 static int
 fc_np_api(FcState *st)
 {
-    if (FC_LIKELY(st->np.api != 0)) {
-        return st->np.api > 0;
+    if (FC_LIKELY(NUMPY(st)->api != 0)) {
+        return NUMPY(st)->api > 0;
     }
     if (PyArray_ImportNumPyAPI() < 0) {
         PyErr_Clear();
-        st->np.api = -1;
+        NUMPY(st)->api = -1;
         return 0;
     }
     /* the numpy whose C API we got must be the one in sys.modules */
-    st->np.api = ((PyObject *)&PyArray_Type == st->np.ndarray) ? 1 : -1;
-    return st->np.api > 0;
+    NUMPY(st)->api = ((PyObject *)&PyArray_Type == NUMPY(st)->ndarray) ? 1 : -1;
+    return NUMPY(st)->api > 0;
 }
 
 /* The private context in which numpy's handler is the pool's, the
@@ -183,8 +185,8 @@ fc_np_api(FcState *st)
 static PyObject *
 fc_np_pool_context(FcState *st)
 {
-    PyObject *ctx = st->np.handler, *cap = NULL, *old = NULL;
-    if (FC_LIKELY(st->np.checked) || ctx == NULL) {
+    PyObject *ctx = NUMPY(st)->handler, *cap = NULL, *old = NULL;
+    if (FC_LIKELY(NUMPY(st)->checked) || ctx == NULL) {
         if (ctx == NULL) {
             PyErr_SetString(PyExc_SystemError, "fastcopy: no pool context");
         }
@@ -207,12 +209,12 @@ fc_np_pool_context(FcState *st)
     else {
         PyErr_Restore(et, ev, tb);
     }
-    st->np.checked = old != NULL && exited == 0;
+    NUMPY(st)->checked = old != NULL && exited == 0;
 done:
     Py_XDECREF(old);
     Py_XDECREF(cap);
     Py_DECREF(ctx);
-    return st->np.checked ? st->np.handler : NULL;
+    return NUMPY(st)->checked ? NUMPY(st)->handler : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -223,17 +225,17 @@ done:
 static int
 fc_np_kind(FcState *st, PyTypeObject *tp)
 {
-    if (st->np.ndarray == NULL) {
+    if (NUMPY(st)->ndarray == NULL) {
         if (fc_np_find(st) < 0) {
             return -1;
         }
-        if (st->np.ndarray == NULL) {
+        if (NUMPY(st)->ndarray == NULL) {
             return 0;
         }
     }
     /* (plan.c asks only for types without a copier registered in
        copy._deepcopy_dispatch, and recomputes plans when it changes) */
-    if ((PyObject *)tp != st->np.ndarray || !fc_np_api(st)) {
+    if ((PyObject *)tp != NUMPY(st)->ndarray || !fc_np_api(st)) {
         return 0;
     }
     return FB_NP_ARRAY;
@@ -301,7 +303,7 @@ static PyObject *
 fc_np_copy_plain(FcState *st, PyArrayObject *a)
 {
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
-    int pooled = st->np.pool && nbytes >= st->np.pool_min;
+    int pooled = NUMPY(st)->pool && nbytes >= NUMPY(st)->pool_min;
     PyArray_Descr *d = PyArray_DESCR(a);
     /* a builtin, field-less dtype in one contiguous block: the bytes are
        all there is, and a memcpy skips NewCopy's dtype-transfer setup */
@@ -339,7 +341,7 @@ fc_np_copy_plain(FcState *st, PyArrayObject *a)
         memcpy(op.dst, op.src, op.n);
         return y;
     }
-    int nthreads = nbytes >= st->np.par_min ? st->np.threads : 1;
+    int nthreads = nbytes >= NUMPY(st)->par_min ? NUMPY(st)->threads : 1;
     int road = fc_copy_road(st);    /* defer.c: huge pages, or missing pages mapped first */
     Py_BEGIN_ALLOW_THREADS
     fc_par_copy(&op, 1, op.n, nthreads, road);
@@ -424,7 +426,7 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
         return NULL;
     }
     Py_ssize_t nbytes = (Py_ssize_t)PyArray_NBYTES(a);
-    PyObject *y = fc_np_new_copy(st, a, st->np.pool && nbytes >= st->np.pool_min);
+    PyObject *y = fc_np_new_copy(st, a, NUMPY(st)->pool && nbytes >= NUMPY(st)->pool_min);
     if (y == NULL) {
         return NULL;
     }
@@ -441,7 +443,7 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
     if (size == 0 || nslots == 0) {
         return y;
     }
-    if (fc_stack_check() < 0 || Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
+    if (c->walk->stack_check() < 0 || Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
         Py_DECREF(y);
         return NULL;
     }
@@ -459,7 +461,7 @@ fc_np_copy_objects(FcCtx *c, PyArrayObject *a)
             memcpy(&old, slot, sizeof(old));
             item = old != NULL ? old : Py_None;
             Py_INCREF(item);
-            r = fc_walk(c, item);
+            r = c->walk->walk(c, item);
             Py_DECREF(item);
             if (r != NULL && (PyArray_BYTES(b) != data || PyArray_SIZE(b) != size
                               || PyArray_DESCR(b) != d)) {
@@ -487,8 +489,8 @@ static PyObject *
 fc_np_deep(FcCtx *c, PyObject *x, int kind)
 {
     FcState *st = c->st;
-    if (kind != FB_NP_ARRAY || (PyObject *)Py_TYPE(x) != st->np.ndarray
-        || st->np.api <= 0) {
+    if (kind != FB_NP_ARRAY || (PyObject *)Py_TYPE(x) != NUMPY(st)->ndarray
+        || NUMPY(st)->api <= 0) {
         return NULL;
     }
     PyArrayObject *a = (PyArrayObject *)x;
@@ -513,7 +515,7 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
 static int
 fc_np_prepare_pool(FcState *st)
 {
-    if (st->np.ndarray == NULL || !fc_np_api(st)) {
+    if (NUMPY(st)->ndarray == NULL || !fc_np_api(st)) {
         return 0;
     }
     return fc_np_pool_context(st) == NULL ? -1 : 0;
@@ -552,18 +554,18 @@ fc_np_deep(FcCtx *c, PyObject *x, int kind)
 /* ------------------------------------------------------------------ */
 
 static const FcSetting fc_np_settings[] = {
-    {"numpy_threads", FS_THREADS, offsetof(FcState, np.threads), 0,
+    {"numpy_threads", FS_THREADS, offsetof(FcNumpyState, threads), 0,
      "0: half the usable CPUs, 1 to 4",
      "threads that copy one big contiguous array (0: the default); 1 turns "
      "threading off."},
-    {"numpy_parallel_min_bytes", FS_BYTES, offsetof(FcState, np.par_min),
+    {"numpy_parallel_min_bytes", FS_BYTES, offsetof(FcNumpyState, par_min),
      FC_NP_DEFAULT_PAR_MIN, "8 MiB",
      "arrays of at least this many bytes are copied by numpy_threads threads."},
-    {"numpy_pool", FS_BOOL, offsetof(FcState, np.pool), 0, NULL,
+    {"numpy_pool", FS_BOOL, offsetof(FcNumpyState, pool), 0, NULL,
      "allocate the data of copied arrays of 1 MiB and more from a pool that "
      "keeps freed blocks (already faulted pages) for the next copy.  Off by "
      "default: it keeps memory.  Turning it off trims it."},
-    {"numpy_pool_max_bytes", FS_BYTES, offsetof(FcState, np.pool_max),
+    {"numpy_pool_max_bytes", FS_BYTES, offsetof(FcNumpyState, pool_max),
      (Py_ssize_t)1 << 30, "1 GiB",
      "how many bytes of free blocks the pool keeps."},
 };
@@ -574,7 +576,7 @@ static int
 fc_np_check(FcState *st, const Py_ssize_t *given)
 {
     if (given[2] > 0) {
-        if (st->np.ndarray == NULL && fc_np_find(st) < 0) {
+        if (NUMPY(st)->ndarray == NULL && fc_np_find(st) < 0) {
             return -1;
         }
         return fc_np_prepare_pool(st);
@@ -585,10 +587,10 @@ fc_np_check(FcState *st, const Py_ssize_t *given)
 static int
 fc_np_apply(FcState *st)
 {
-    if (st->np.threads == 0) {
-        st->np.threads = fc_np_default_threads();
+    if (NUMPY(st)->threads == 0) {
+        NUMPY(st)->threads = fc_np_default_threads();
     }
-    fc_pool_configure(st->np.pool, (size_t)st->np.pool_max);
+    fc_pool_configure(NUMPY(st)->pool, (size_t)NUMPY(st)->pool_max);
     return 0;
 }
 
@@ -612,11 +614,11 @@ fc_np_info(FcState *st)
             PyErr_Clear();
         }
 #ifdef FC_HAVE_NUMPY
-        if (st->np.ndarray == NULL && fc_np_find(st) < 0) {
+        if (NUMPY(st)->ndarray == NULL && fc_np_find(st) < 0) {
             Py_XDECREF(version);
             return NULL;
         }
-        native = st->np.ndarray != NULL && fc_np_api(st);
+        native = NUMPY(st)->ndarray != NULL && fc_np_api(st);
 #endif
     }
     if (version == NULL) {
@@ -637,9 +639,9 @@ fc_np_info(FcState *st)
         "built", built ? Py_True : Py_False,
         "headers", headers,
         "native", native ? Py_True : Py_False,
-        "threads", st->np.threads,
-        "parallel_min_bytes", st->np.par_min,
-        "pool", st->np.pool ? Py_True : Py_False,
+        "threads", NUMPY(st)->threads,
+        "parallel_min_bytes", NUMPY(st)->par_min,
+        "pool", NUMPY(st)->pool ? Py_True : Py_False,
         "pool_max_bytes", (Py_ssize_t)maxb,
         "pool_cached_bytes", (Py_ssize_t)cached,
         "pool_hits", (Py_ssize_t)hits,
@@ -661,30 +663,30 @@ fc_np_trim(FcState *st)
 static int
 fc_np_exec(PyObject *module, FcState *st)
 {
-    st->np.api = 0;
-    if (st->np.threads == 0) {      /* the table's default: automatic */
-        st->np.threads = fc_np_default_threads();
+    NUMPY(st)->api = 0;
+    if (NUMPY(st)->threads == 0) {      /* the table's default: automatic */
+        NUMPY(st)->threads = fc_np_default_threads();
     }
-    st->np.pool_min = (Py_ssize_t)FC_POOL_MIN;
+    NUMPY(st)->pool_min = (Py_ssize_t)FC_POOL_MIN;
     /* the pool's private context, empty: see the top of the file */
-    st->np.checked = 0;
-    st->np.handler = PyContext_New();
-    return st->np.handler == NULL ? -1 : 0;
+    NUMPY(st)->checked = 0;
+    NUMPY(st)->handler = PyContext_New();
+    return NUMPY(st)->handler == NULL ? -1 : 0;
 }
 
 static int
 fc_np_traverse(FcState *st, visitproc visit, void *arg)
 {
-    Py_VISIT(st->np.ndarray);
-    Py_VISIT(st->np.handler);
+    Py_VISIT(NUMPY(st)->ndarray);
+    Py_VISIT(NUMPY(st)->handler);
     return 0;
 }
 
 static void
 fc_np_clear(FcState *st)
 {
-    Py_CLEAR(st->np.ndarray);
-    Py_CLEAR(st->np.handler);
+    Py_CLEAR(NUMPY(st)->ndarray);
+    Py_CLEAR(NUMPY(st)->handler);
 }
 
 FC_INTERNAL_DATA const FcBackend fc_numpy_backend = {

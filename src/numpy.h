@@ -1,13 +1,14 @@
 /*
  * numpy.h: the numpy backend's part of the module state.  The backend
- * itself is numpy.c's table, fc_numpy_backend (buffers.h).
+ * itself is numpy.c's table, fc_numpy_backend (backend.h).
  */
 #ifndef FASTCOPY_NUMPY_H
 #define FASTCOPY_NUMPY_H
 
 #include "fastcopy.h"
 
-/* FcState.np: found through sys.modules when first met; settings from
+/* numpy.c's block of FcState (FC_BK_numpy, backend.h), read by numpy.c
+   alone: found through sys.modules when first met; settings from
    configure().  Traversed and cleared by numpy.c's backend table. */
 typedef struct {
     PyObject *ndarray;          /* numpy.ndarray, strong, or NULL */

@@ -178,26 +178,6 @@ fc_kind_type(FcState *st, int k)
     }
 }
 
-/* table.get(key) for the stdlib's tables: exact dicts directly, anything
-   else through its .get.  1 (*res new ref, may be None) | 0 | -1+exc */
-FC_INTERNAL int
-fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res)
-{
-    int r;
-    /* a key's __eq__ may rebind the copy module's tables, and the refresh
-       that follows drops st's reference: hold one of our own */
-    Py_INCREF(table);
-    if (PyDict_CheckExact(table)) {
-        r = fc_dict_getref(table, key, res);
-    }
-    else {
-        *res = PyObject_CallMethodOneArg(table, st->s_get, key);
-        r = *res == NULL ? -1 : 1;
-    }
-    Py_DECREF(table);
-    return r;
-}
-
 /* Is key absent from table (no entry, or None)?  1 | 0 | -1+exc */
 static int
 fc_table_absent(FcState *st, PyObject *table, PyObject *key)

@@ -22,10 +22,6 @@ FC_INTERNAL FcPlan *fc_plan_get(FcState *st, PyTypeObject *tp, FcPlan *tmp);
    visit their references (the module's GC traverse). */
 FC_INTERNAL void fc_plans_clear(FcState *st);
 FC_INTERNAL int fc_plans_traverse(FcState *st, visitproc visit, void *arg);
-/* table.get(key) for the stdlib's tables (exact dicts directly, anything
-   else through its .get: user code).  1 (*res new ref, may be None) | 0 |
-   -1+exc */
-FC_INTERNAL int fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res);
 /* Does Fraction.__deepcopy__ still return self for an exact Fraction tp?
    1 | 0 | -1+exc */
 FC_INTERNAL int fc_frac_names_ok(FcState *st, PyTypeObject *tp);

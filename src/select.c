@@ -1,36 +1,15 @@
 /*
  * select.c: selective copying -- deepcopy(x, share=...) keeps matching
- * objects by reference wherever they occur.
+ * objects by reference wherever they occur (the walker matches them,
+ * deepcopy.c "fc_share_match"; here: the argument's check and
+ * replicate()).
  */
 #include "fastcopy.h"
 #include "select.h"
 #include "deepcopy.h"
 #include "memo.h"
 #include "plan.h"
-#include "defer.h"
 #include "state.h"
-
-/* Is x one of the objects deepcopy(share=...) keeps by reference?
-   share is a type, a tuple of types, or a predicate.  1 | 0 | -1+exc */
-FC_INTERNAL int
-fc_share_match(FcCtx *c, PyObject *x)
-{
-    PyObject *s = c->share;
-    /* the predicate (or a metaclass's __instancecheck__) is user code */
-    if (fc_before_user_code(c, 0) < 0) {
-        return -1;
-    }
-    if (PyType_Check(s) || PyTuple_Check(s)) {
-        return PyObject_IsInstance(x, s);
-    }
-    PyObject *r = PyObject_CallOneArg(s, x);
-    if (r == NULL) {
-        return -1;
-    }
-    int t = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    return t;
-}
 
 /* share= must be a type, a tuple of types, or a callable.  0 | -1+exc */
 FC_INTERNAL int

@@ -2,17 +2,83 @@
  * settings.c: configure(), backends(), trim() and _settings() -- the
  * module-wide knobs and introspection, driven by the settings tables of
  * the parts that own them (settings.h) and by the registry of buffer
- * backends (buffers.c).  A new setting is a row in its owner's table; a
+ * backends (buffers.c) -- and fc_parse, the argument binder of every
+ * module function.  A new setting is a row in its owner's table; a
  * new backend's rows, backends() entry and trim() come with its FcBackend.
  */
 #include "fastcopy.h"
 #include "settings.h"
+#include "backend.h"
 #include "buffers.h"
-#include "module.h"
 #include "state.h"
 #include "profile.h"
 
 #include <stdio.h>
+
+/* ------------------------------------------------------------------ */
+/* Argument parsing with the messages of a Python function              */
+/* ------------------------------------------------------------------ */
+
+/* Bind args/kwnames to out[0..nnames) (settings.h).  0 | -1+exc */
+FC_INTERNAL int
+fc_parse(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+         PyObject *kwnames, const char *const *names, int nnames, int npos,
+         int nreq, PyObject **out)
+{
+    for (int i = 0; i < nnames; i++) {
+        out[i] = NULL;
+    }
+    if (nargs > npos) {
+        if (npos == nreq) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() takes %d positional argument%s but %zd %s given",
+                         fname, npos, npos == 1 ? "" : "s", nargs,
+                         nargs == 1 ? "was" : "were");
+        }
+        else {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() takes from %d to %d positional arguments but %zd %s given",
+                         fname, nreq, npos, nargs, nargs == 1 ? "was" : "were");
+        }
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        out[i] = args[i];
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *kw = PyTuple_GET_ITEM(kwnames, j);
+        int found = -1;
+        for (int i = 0; i < nnames; i++) {
+            if (PyUnicode_CompareWithASCIIString(kw, names[i]) == 0) {
+                found = i;
+                break;
+            }
+        }
+        if (found < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument '%U'", fname, kw);
+            return -1;
+        }
+        if (out[found] != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got multiple values for argument '%s'", fname,
+                         names[found]);
+            return -1;
+        }
+        out[found] = args[nargs + j];
+    }
+    for (int i = 0; i < nreq; i++) {
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() missing 1 required positional argument: '%s'",
+                         fname, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 
 #define FC_MAX_SETTINGS 32
 
@@ -53,8 +119,16 @@ fc_core_apply(FcState *st)
 typedef struct {
     const FcSetting *s;
     const FcBackend *owner;    /* NULL: core */
+    int slot;                  /* the owner's registry slot; -1: core */
     int index;                 /* its row in the owner's table */
 } FcSettingRef;
+
+/* Where r's field lives: the owner's state block, or FcState itself. */
+static char *
+fc_setting_base(FcState *st, const FcSettingRef *r)
+{
+    return r->slot < 0 ? (char *)st : st->bk[r->slot].bytes;
+}
 
 /* Every setting, in configure()'s order: each backend's in registry
    order, then the core's.  count */
@@ -65,30 +139,32 @@ fc_settings_all(FcSettingRef *out)
     for (int b = 0; b < fc_nbackends; b++) {
         const FcBackend *be = fc_backends[b];
         for (int i = 0; i < be->nsettings && n < FC_MAX_SETTINGS; i++) {
-            out[n++] = (FcSettingRef){&be->settings[i], be, i};
+            out[n++] = (FcSettingRef){&be->settings[i], be, b, i};
         }
     }
     for (int i = 0; i < fc_ncore_settings && n < FC_MAX_SETTINGS; i++) {
-        out[n++] = (FcSettingRef){&fc_core_settings[i], NULL, i};
+        out[n++] = (FcSettingRef){&fc_core_settings[i], NULL, -1, i};
     }
     return n;
 }
 
-/* The value of setting s now.  new ref | NULL+exc */
+/* The value of setting r now.  new ref | NULL+exc */
 static PyObject *
-fc_setting_get(FcState *st, const FcSetting *s)
+fc_setting_get(FcState *st, const FcSettingRef *r)
 {
+    const FcSetting *s = r->s;
+    char *base = fc_setting_base(st, r);
     switch (s->type) {
     case FS_BOOL:
-        return PyBool_FromLong(*FC_SETTING_INT(st, s));
+        return PyBool_FromLong(*FC_SETTING_INT(base, s));
     case FS_SECONDS: {
-        int64_t ns = *FC_SETTING_NS(st, s);
+        int64_t ns = *FC_SETTING_NS(base, s);
         return ns < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble((double)ns / 1e9);
     }
     case FS_THREADS:
-        return PyLong_FromLong(*FC_SETTING_INT(st, s));
+        return PyLong_FromLong(*FC_SETTING_INT(base, s));
     default:
-        return PyLong_FromSsize_t(*FC_SETTING_SIZE(st, s));
+        return PyLong_FromSsize_t(*FC_SETTING_SIZE(base, s));
     }
 }
 
@@ -148,16 +224,18 @@ fc_setting_parse(const FcSetting *s, PyObject *v, Py_ssize_t *out)
 }
 
 static void
-fc_setting_store(FcState *st, const FcSetting *s, Py_ssize_t v)
+fc_setting_store(FcState *st, const FcSettingRef *r, Py_ssize_t v)
 {
+    const FcSetting *s = r->s;
+    char *base = fc_setting_base(st, r);
     if (s->type == FS_BYTES) {
-        *FC_SETTING_SIZE(st, s) = v;
+        *FC_SETTING_SIZE(base, s) = v;
     }
     else if (s->type == FS_SECONDS) {
-        *FC_SETTING_NS(st, s) = (int64_t)v;
+        *FC_SETTING_NS(base, s) = (int64_t)v;
     }
     else {
-        *FC_SETTING_INT(st, s) = (int)v;
+        *FC_SETTING_INT(base, s) = (int)v;
     }
 }
 
@@ -169,7 +247,7 @@ fc_settings_dict(FcState *st)
     int n = fc_settings_all(all);
     PyObject *d = PyDict_New();
     for (int i = 0; d != NULL && i < n; i++) {
-        PyObject *v = fc_setting_get(st, all[i].s);
+        PyObject *v = fc_setting_get(st, &all[i]);
         if (v == NULL || PyDict_SetItemString(d, all[i].s->name, v) < 0) {
             Py_XDECREF(v);
             Py_CLEAR(d);
@@ -268,7 +346,7 @@ fc_py_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         int j = i, any = 0;
         for (; j < n && all[j].owner == be; j++) {
             if (set[j]) {
-                fc_setting_store(st, all[j].s, given[j]);
+                fc_setting_store(st, &all[j], given[j]);
                 any = 1;
             }
         }
@@ -375,7 +453,7 @@ fc_settings_exec(PyObject *module, FcState *st)
     FcSettingRef all[FC_MAX_SETTINGS];
     int n = fc_settings_all(all);
     for (int i = 0; i < n; i++) {
-        fc_setting_store(st, all[i].s, all[i].s->deflt);
+        fc_setting_store(st, &all[i], all[i].s->deflt);
     }
     fc_settings_make_doc();
     return PyModule_AddFunctions(module, fc_settings_methods);

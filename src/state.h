@@ -2,20 +2,27 @@
  * state.h: the module state, FcState, one per module object (per
  * interpreter).  Its core -- the stdlib pieces fastcopy follows, interned
  * names, the plan cache, the memo's spares -- is module.c's, plan.c's and
- * memo.c's; each buffer backend owns a part of its own (np, torch, cuda),
- * declared in its header and traversed and cleared by its backend table
- * (buffers.c); test-only counters and switches are in `test` (testing.h).
+ * memo.c's; each buffer backend owns a block of its own (bk[], laid out by
+ * its file alone, traversed and cleared by its backend table: backend.h); test-only counters and switches are in `test` (testing.h).
  * Fetched once per top-level call and passed down through FcCtx.
  */
 #ifndef FASTCOPY_STATE_H
 #define FASTCOPY_STATE_H
 
 #include "fastcopy.h"
-#include "numpy.h"
-#include "torch.h"
-#include "cuda_backend.h"
 #include "testing.h"
 #include "hooks.h"
+
+/* Room for the buffer backends' own state (backend.h): FcState.bk[i] is
+   backend i's block, laid out by its file alone. */
+#define FC_BACKENDS_MAX 4
+#define FC_BACKEND_STATE_BYTES 384
+typedef union {
+    void *align_ptr;
+    int64_t align_i64;
+    double align_dbl;
+    char bytes[FC_BACKEND_STATE_BYTES];
+} FcBackendState;
 
 struct FcState {
     /* the stdlib pieces we follow (refreshed when the copy module or its
@@ -113,12 +120,32 @@ struct FcState {
     int64_t prof_warn_ns;          /* configure(warn_slow=) in ns; -1 off */
     PyObject *prof_hook;           /* fastcopy._profile._on_copy, or NULL */
 
-    /* the buffer backends' parts (buffers.c's registry) */
-    FcNumpyState np;
-    FcTorchState torch;
-    FcCudaState cuda;
+    /* the buffer backends' blocks, by registry slot (backend.h) */
+    FcBackendState bk[FC_BACKENDS_MAX];
     FcHooksState hooks;            /* hooks.c: library hooks verified */
     FcTestState test;              /* testing.h */
 };
+
+/* table.get(key) for the stdlib's tables (copy's and copyreg's dispatch
+   tables, read by plan.c, reduce.c, copy.c and torch.c): exact dicts
+   directly, anything else through its .get (user code).
+   1 (*res new ref, may be None) | 0 | -1+exc */
+FC_INLINE int
+fc_table_get(FcState *st, PyObject *table, PyObject *key, PyObject **res)
+{
+    int r;
+    /* a key's __eq__ may rebind the copy module's tables, and the refresh
+       that follows drops st's reference: hold one of our own */
+    Py_INCREF(table);
+    if (PyDict_CheckExact(table)) {
+        r = fc_dict_getref(table, key, res);
+    }
+    else {
+        *res = PyObject_CallMethodOneArg(table, st->s_get, key);
+        r = *res == NULL ? -1 : 1;
+    }
+    Py_DECREF(table);
+    return r;
+}
 
 #endif /* FASTCOPY_STATE_H */

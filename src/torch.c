@@ -62,15 +62,18 @@
  */
 #include "fastcopy.h"
 #include "torch.h"
-#include "buffers.h"
-#include "deepcopy.h"
+#include "backend.h"
+#include "cuda_backend.h"
 #include "memo.h"
 #include "defer.h"
-#include "plan.h"
-#include "settings.h"
 #include "state.h"
+#include "profile.h"
 
-enum {                     /* local kinds (buffers.h) */
+/* torch.c's own block of the module state (backend.h). */
+#define TORCH(st) FC_BACKEND_STATE(st, FcTorchState, FC_BK_torch)
+FC_BACKEND_STATE_CHECK(FcTorchState);
+
+enum {                     /* local kinds (backend.h) */
     FB_TORCH_TENSOR = 1,
     FB_TORCH_PARAM,
 };
@@ -85,7 +88,7 @@ typedef struct {
 } FcTorchAttr;
 
 /* Everything torch's deepcopy path or ours looks up on the classes.  Index
-   order is the order of st->torch.attrs. */
+   order is the order of TORCH(st)->attrs. */
 static const FcTorchAttr fc_torch_attrs[] = {
     {FT_TENSOR, "__deepcopy__",
      "has_torch_function_unary,handle_torch_function,Tensor,__deepcopy__,is_leaf,"
@@ -205,7 +208,7 @@ static const struct { int i; int owner; const char *name; } fc_torch_direct[] = 
 };
 #define FC_TORCH_NDIRECT ((int)(sizeof(fc_torch_direct) / sizeof(fc_torch_direct[0])))
 
-/* Interned names, by index into st->torch.names. */
+/* Interned names, by index into TORCH(st)->names. */
 enum {
     TN_UNTYPED_STORAGE, TN_NEW, TN_SET, TN_STORAGE_OFFSET, TN_SHAPE, TN_STRIDE,
     TN_REQUIRES_GRAD, TN_GRAD, TN_IS_LEAF, TN_IS_CPU, TN_LAYOUT, TN_IS_QUANTIZED,
@@ -225,9 +228,9 @@ static const char *const fc_torch_names[TN__COUNT] = {
     "device", "copy_", "data_ptr", "_cdata", "torch", "deepcopy", "copy",
     "memory_format", "nbytes", "is_contiguous", "is_complex", "is_floating_point",
 };
-#define TN(st, i) PyTuple_GET_ITEM((st)->torch.names, (i))
+#define TN(st, i) PyTuple_GET_ITEM(TORCH(st)->names, (i))
 
-/* Probes of torch's thread-local modes, by index into st->torch.probes:
+/* Probes of torch's thread-local modes, by index into TORCH(st)->probes:
    each returns a bool or an int; any true value declines. */
 static const char *const fc_torch_probes[] = {
     "_is_torch_function_mode_enabled", "_len_torch_dispatch_stack",
@@ -291,10 +294,10 @@ FC_INLINE PyTypeObject *
 fc_torch_owner(FcState *st, int owner)
 {
     switch (owner) {
-    case FT_TENSOR: return (PyTypeObject *)st->torch.tensor;
-    case FT_PARAM: return (PyTypeObject *)st->torch.parameter;
-    case FT_USTORAGE: return (PyTypeObject *)st->torch.ustorage;
-    default: return (PyTypeObject *)st->torch.tstorage;
+    case FT_TENSOR: return (PyTypeObject *)TORCH(st)->tensor;
+    case FT_PARAM: return (PyTypeObject *)TORCH(st)->parameter;
+    case FT_USTORAGE: return (PyTypeObject *)TORCH(st)->ustorage;
+    default: return (PyTypeObject *)TORCH(st)->tstorage;
     }
 }
 
@@ -307,9 +310,9 @@ fc_torch_attrs_same(FcState *st, int owner)
         if (fc_torch_attrs[i].owner != owner) {
             continue;
         }
-        PyObject *name = PyTuple_GET_ITEM(st->torch.attr_names, i);
+        PyObject *name = PyTuple_GET_ITEM(TORCH(st)->attr_names, i);
         PyObject *v = _PyType_Lookup(tp, name);
-        PyObject *seen = PyTuple_GET_ITEM(st->torch.attrs, i);
+        PyObject *seen = PyTuple_GET_ITEM(TORCH(st)->attrs, i);
         if ((v == NULL ? Py_None : v) != seen) {
             return 0;
         }
@@ -326,7 +329,7 @@ fc_torch_tag(FcState *st, PyTypeObject *tp)
 }
 
 /* Capture torch's classes and attributes.  1 ready | 0 not (yet) usable |
-   -1+exc.  Sets st->torch.checked to 1 (ready) or -1 (never). */
+   -1+exc.  Sets TORCH(st)->checked to 1 (ready) or -1 (never). */
 static int
 fc_torch_init(FcState *st)
 {
@@ -394,10 +397,10 @@ fc_torch_init(FcState *st)
         }
         PyTuple_SET_ITEM(names, i, kw);
     }
-    Py_XSETREF(st->torch.tensor, Py_NewRef(tensor));
-    Py_XSETREF(st->torch.parameter, Py_NewRef(param));
-    Py_XSETREF(st->torch.ustorage, Py_NewRef(ustorage));
-    Py_XSETREF(st->torch.tstorage, Py_NewRef(tstorage));
+    Py_XSETREF(TORCH(st)->tensor, Py_NewRef(tensor));
+    Py_XSETREF(TORCH(st)->parameter, Py_NewRef(param));
+    Py_XSETREF(TORCH(st)->ustorage, Py_NewRef(ustorage));
+    Py_XSETREF(TORCH(st)->tstorage, Py_NewRef(tstorage));
     for (Py_ssize_t i = 0; i < FC_TORCH_NATTRS; i++) {
         const FcTorchAttr *a = &fc_torch_attrs[i];
         PyObject *s = PyUnicode_InternFromString(a->name);
@@ -429,23 +432,23 @@ fc_torch_init(FcState *st)
     Py_INCREF(dc);
     /* new references: the locals are released on every path below (a
        later `never` must not release what the state now owns) */
-    Py_XSETREF(st->torch.names, Py_NewRef(names));
-    Py_XSETREF(st->torch.attr_names, Py_NewRef(attr_names));
-    Py_XSETREF(st->torch.attrs, Py_NewRef(attrs));
-    Py_XSETREF(st->torch.probes, Py_NewRef(probes));
-    Py_XSETREF(st->torch.strided, Py_NewRef(strided));
-    Py_XSETREF(st->torch.preserve, Py_NewRef(preserve));
-    Py_XSETREF(st->torch.copy_deepcopy, Py_NewRef(dc));
-    Py_XSETREF(st->torch.tensor_globals, Py_NewRef(PyModule_GetDict(tmod)));
-    Py_XSETREF(st->torch.storage_globals, Py_NewRef(PyModule_GetDict(smod)));
-    Py_XSETREF(st->torch.empty_like, PyObject_GetAttrString(torch, "empty_like"));
-    if (st->torch.empty_like == NULL) {
+    Py_XSETREF(TORCH(st)->names, Py_NewRef(names));
+    Py_XSETREF(TORCH(st)->attr_names, Py_NewRef(attr_names));
+    Py_XSETREF(TORCH(st)->attrs, Py_NewRef(attrs));
+    Py_XSETREF(TORCH(st)->probes, Py_NewRef(probes));
+    Py_XSETREF(TORCH(st)->strided, Py_NewRef(strided));
+    Py_XSETREF(TORCH(st)->preserve, Py_NewRef(preserve));
+    Py_XSETREF(TORCH(st)->copy_deepcopy, Py_NewRef(dc));
+    Py_XSETREF(TORCH(st)->tensor_globals, Py_NewRef(PyModule_GetDict(tmod)));
+    Py_XSETREF(TORCH(st)->storage_globals, Py_NewRef(PyModule_GetDict(smod)));
+    Py_XSETREF(TORCH(st)->empty_like, PyObject_GetAttrString(torch, "empty_like"));
+    if (TORCH(st)->empty_like == NULL) {
         PyErr_Clear();
         goto never;
     }
-    Py_XSETREF(st->torch.make_subclass,
+    Py_XSETREF(TORCH(st)->make_subclass,
                PyObject_GetAttrString(tensor, "_make_subclass"));
-    if (st->torch.make_subclass == NULL) {
+    if (TORCH(st)->make_subclass == NULL) {
         PyErr_Clear();
         goto never;
     }
@@ -456,9 +459,9 @@ fc_torch_init(FcState *st)
             goto never;
         }
     }
-    Py_XSETREF(st->torch.incr_version,
+    Py_XSETREF(TORCH(st)->incr_version,
                PyObject_GetAttrString(cmod, "_increment_version"));
-    if (st->torch.incr_version == NULL) {
+    if (TORCH(st)->incr_version == NULL) {
         PyErr_Clear();
         goto never;
     }
@@ -473,7 +476,7 @@ fc_torch_init(FcState *st)
         if (disabled == NULL) {
             PyErr_Clear();
         }
-        st->torch.param_swap =
+        TORCH(st)->param_swap =
             disabled != NULL && cls != NULL
             && PyTuple_GET_ITEM(attrs, TA_T_TORCH_DISPATCH) == disabled
             && PyTuple_GET_ITEM(attrs, TA_P_TORCH_DISPATCH) == disabled
@@ -491,9 +494,9 @@ fc_torch_init(FcState *st)
         Py_XDECREF(disabled);
     }
     /* torch's current stream of a device, as an int (CUDA builds only) */
-    Py_XSETREF(st->torch.cuda_stream,
+    Py_XSETREF(TORCH(st)->cuda_stream,
                PyObject_GetAttrString(cmod, "_cuda_getCurrentRawStream"));
-    if (st->torch.cuda_stream == NULL) {
+    if (TORCH(st)->cuda_stream == NULL) {
         PyErr_Clear();
     }
     {
@@ -518,26 +521,26 @@ fc_torch_init(FcState *st)
                 goto error;
             }
         }
-        Py_XSETREF(st->torch.int_dtypes, PyList_AsTuple(lst));   /* lint: own container */
+        Py_XSETREF(TORCH(st)->int_dtypes, PyList_AsTuple(lst));   /* lint: own container */
         Py_DECREF(lst);
-        if (st->torch.int_dtypes == NULL) {
+        if (TORCH(st)->int_dtypes == NULL) {
             goto error;
         }
     }
-    Py_XSETREF(st->torch.num_threads, PyObject_GetAttrString(torch, "get_num_threads"));
-    if (st->torch.num_threads == NULL) {
+    Py_XSETREF(TORCH(st)->num_threads, PyObject_GetAttrString(torch, "get_num_threads"));
+    if (TORCH(st)->num_threads == NULL) {
         PyErr_Clear();
     }
-    st->torch.us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
-    st->torch.ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
-    st->torch.checked = 1;
+    TORCH(st)->us_tag = fc_torch_tag(st, (PyTypeObject *)ustorage);
+    TORCH(st)->ts_tag = fc_torch_tag(st, (PyTypeObject *)tstorage);
+    TORCH(st)->checked = 1;
     rc = 1;
     goto release;
 
 never:
-    st->torch.checked = -1;
-    Py_CLEAR(st->torch.names);
-    Py_CLEAR(st->torch.attrs);
+    TORCH(st)->checked = -1;
+    Py_CLEAR(TORCH(st)->names);
+    Py_CLEAR(TORCH(st)->attrs);
     /* fall through */
 not_yet:
     PyErr_Clear();
@@ -569,7 +572,7 @@ release:
 static int
 fc_torch_kind(FcState *st, PyTypeObject *tp)
 {
-    if (st->torch.checked == 0) {
+    if (TORCH(st)->checked == 0) {
         if (fc_torch_module("torch") == NULL) {
             return 0;
         }
@@ -578,14 +581,14 @@ fc_torch_kind(FcState *st, PyTypeObject *tp)
             return r;
         }
     }
-    if (st->torch.checked < 0) {
+    if (TORCH(st)->checked < 0) {
         return 0;
     }
     int kind;
-    if ((PyObject *)tp == st->torch.tensor) {
+    if ((PyObject *)tp == TORCH(st)->tensor) {
         kind = FB_TORCH_TENSOR;
     }
-    else if ((PyObject *)tp == st->torch.parameter) {
+    else if ((PyObject *)tp == TORCH(st)->parameter) {
         kind = FB_TORCH_PARAM;
         if (!fc_torch_attrs_same(st, FT_PARAM)) {
             return 0;
@@ -593,8 +596,8 @@ fc_torch_kind(FcState *st, PyTypeObject *tp)
         for (int i = 0; i < FC_TORCH_NDIRECT; i++) {
             int ai = fc_torch_direct[i].i;
             if (fc_torch_direct[i].owner == FT_TENSOR
-                && _PyType_Lookup(tp, PyTuple_GET_ITEM(st->torch.attr_names, ai))
-                   != PyTuple_GET_ITEM(st->torch.attrs, ai)) {
+                && _PyType_Lookup(tp, PyTuple_GET_ITEM(TORCH(st)->attr_names, ai))
+                   != PyTuple_GET_ITEM(TORCH(st)->attrs, ai)) {
                 return 0;
             }
         }
@@ -621,7 +624,7 @@ static int
 fc_torch_ambient(FcState *st, int storages)
 {
     for (int i = 0; i < FC_TORCH_NPROBES; i++) {
-        PyObject *f = PyTuple_GET_ITEM(st->torch.probes, i), *v;
+        PyObject *f = PyTuple_GET_ITEM(TORCH(st)->probes, i), *v;
         if (PyCFunction_Check(f)
             && (PyCFunction_GET_FLAGS(f) & ~METH_COEXIST) == METH_NOARGS) {
             v = PyCFunction_GET_FUNCTION(f)(PyCFunction_GET_SELF(f), NULL);
@@ -644,31 +647,31 @@ fc_torch_ambient(FcState *st, int storages)
     if (!storages) {
         return 1;
     }
-    PyTypeObject *us = (PyTypeObject *)st->torch.ustorage;
-    PyTypeObject *ts = (PyTypeObject *)st->torch.tstorage;
-    if (fc_type_tag(us) != st->torch.us_tag || st->torch.us_tag == 0) {
+    PyTypeObject *us = (PyTypeObject *)TORCH(st)->ustorage;
+    PyTypeObject *ts = (PyTypeObject *)TORCH(st)->tstorage;
+    if (fc_type_tag(us) != TORCH(st)->us_tag || TORCH(st)->us_tag == 0) {
         if (!fc_torch_attrs_same(st, FT_USTORAGE)) {
             return 0;
         }
-        st->torch.us_tag = fc_torch_tag(st, us);
+        TORCH(st)->us_tag = fc_torch_tag(st, us);
     }
-    if (fc_type_tag(ts) != st->torch.ts_tag || st->torch.ts_tag == 0) {
+    if (fc_type_tag(ts) != TORCH(st)->ts_tag || TORCH(st)->ts_tag == 0) {
         if (!fc_torch_attrs_same(st, FT_TSTORAGE)) {
             return 0;
         }
-        st->torch.ts_tag = fc_torch_tag(st, ts);
+        TORCH(st)->ts_tag = fc_torch_tag(st, ts);
     }
     /* copy.deepcopy(self._untyped_storage, memo) in torch.storage, and
        _tensor.py's own `deepcopy` for __dict__ */
-    PyObject *dc = st->torch.copy_deepcopy;
+    PyObject *dc = TORCH(st)->copy_deepcopy;
     if (PyDict_GetItemWithError(st->copy_globals, TN(st, TN_DEEPCOPY)) != dc
-        || PyDict_GetItemWithError(st->torch.tensor_globals, TN(st, TN_DEEPCOPY)) != dc
-        || PyDict_GetItemWithError(st->torch.storage_globals, TN(st, TN_COPY_MOD))
+        || PyDict_GetItemWithError(TORCH(st)->tensor_globals, TN(st, TN_DEEPCOPY)) != dc
+        || PyDict_GetItemWithError(TORCH(st)->storage_globals, TN(st, TN_COPY_MOD))
            != st->copy_module) {
         return PyErr_Occurred() ? -1 : 0;
     }
     PyObject *e;
-    if (fc_table_get(st, st->deep_dispatch, st->torch.ustorage, &e) < 0) {
+    if (fc_table_get(st, st->deep_dispatch, TORCH(st)->ustorage, &e) < 0) {
         return -1;
     }
     int registered = e != NULL && e != Py_None;
@@ -682,7 +685,7 @@ fc_torch_ambient(FcState *st, int storages)
 static PyObject *
 fc_torch_get(FcState *st, PyObject *o, int ai)
 {
-    PyObject *d = PyTuple_GET_ITEM(st->torch.attrs, ai);
+    PyObject *d = PyTuple_GET_ITEM(TORCH(st)->attrs, ai);
     if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
         PyGetSetDef *gs = ((PyGetSetDescrObject *)d)->d_getset;
         if (gs->get != NULL) {
@@ -693,7 +696,7 @@ fc_torch_get(FcState *st, PyObject *o, int ai)
             return v;
         }
     }
-    return PyObject_GetAttr(o, PyTuple_GET_ITEM(st->torch.attr_names, ai));
+    return PyObject_GetAttr(o, PyTuple_GET_ITEM(TORCH(st)->attr_names, ai));
 }
 
 /* setattr(o, name of attrs[ai], v) through the getset descriptor captured
@@ -702,14 +705,14 @@ fc_torch_get(FcState *st, PyObject *o, int ai)
 static int
 fc_torch_set(FcState *st, PyObject *o, int ai, PyObject *v)
 {
-    PyObject *d = PyTuple_GET_ITEM(st->torch.attrs, ai);
+    PyObject *d = PyTuple_GET_ITEM(TORCH(st)->attrs, ai);
     if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
         PyGetSetDef *gs = ((PyGetSetDescrObject *)d)->d_getset;
         if (gs->set != NULL) {
             return gs->set(o, v, gs->closure);
         }
     }
-    return PyObject_SetAttr(o, PyTuple_GET_ITEM(st->torch.attr_names, ai), v);
+    return PyObject_SetAttr(o, PyTuple_GET_ITEM(TORCH(st)->attr_names, ai), v);
 }
 
 /* o.<attrs[ai]>() through the method descriptor captured at first use (the
@@ -717,7 +720,7 @@ fc_torch_set(FcState *st, PyObject *o, int ai, PyObject *v)
 static PyObject *
 fc_torch_call0(FcState *st, PyObject *o, int ai)
 {
-    PyObject *d = PyTuple_GET_ITEM(st->torch.attrs, ai), *v = NULL;
+    PyObject *d = PyTuple_GET_ITEM(TORCH(st)->attrs, ai), *v = NULL;
     if (Py_IS_TYPE(d, &PyMethodDescr_Type)) {
         PyMethodDef *m = ((PyMethodDescrObject *)d)->d_method;
         int flags = m->ml_flags & ~METH_COEXIST;
@@ -737,7 +740,7 @@ fc_torch_call0(FcState *st, PyObject *o, int ai)
         return v;
     }
 generic:
-    return PyObject_CallMethodNoArgs(o, PyTuple_GET_ITEM(st->torch.attr_names, ai));
+    return PyObject_CallMethodNoArgs(o, PyTuple_GET_ITEM(TORCH(st)->attr_names, ai));
 }
 
 /* bool(fc_torch_get / fc_torch_call0 (call)).  1 | 0 | -1+exc */
@@ -787,8 +790,8 @@ fc_torch_ptr(FcState *st, PyObject *o, int ai, void **res)
 }
 
 /* A torch storage's address and size now: two C getters, no Python code.
-   (defer.c re-reads them at each flush.)  0 | -1+exc */
-FC_INTERNAL int
+   (defer.c re-reads them at each flush: fc_torch_defer.)  0 | -1+exc */
+static int
 fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size_t *nbytes)
 {
     Py_ssize_t n;
@@ -802,6 +805,39 @@ fc_torch_storage_addr(FcState *st, PyObject *store, char **base, size_t *nbytes)
     return 0;
 }
 
+/* What defer.c asks torch.c at a flush (defer.h). */
+static int
+fc_torch_defer_recording(FcState *st)
+{
+    return TORCH(st)->defer;
+}
+
+/* torch.get_num_threads(): what torch's own copy_ of a big storage would
+   use (at::parallel_for).  n >= 1 | 0 unknown (never an error) */
+static long
+fc_torch_defer_threads(FcState *st)
+{
+    if (TORCH(st)->num_threads == NULL) {
+        return 0;
+    }
+    PyObject *v = PyObject_CallNoArgs(TORCH(st)->num_threads);
+    long n = v != NULL && PyLong_Check(v) ? PyLong_AsLong(v) : 0;
+    if (v == NULL || (n == -1 && PyErr_Occurred())) {
+        PyErr_Clear();      /* a thread count is advice: copy on one */
+        n = 0;
+    }
+    Py_XDECREF(v);
+    return n < 0 ? 0 : n;
+}
+
+static const FcDeferSource fc_torch_defer = {
+    .prof_kind = FC_PROF_TORCH,
+    .recording = fc_torch_defer_recording,
+    .addr = fc_torch_storage_addr,
+    .threads = fc_torch_defer_threads,
+    .cuda = fc_cuda_api,
+};
+
 /* x.untyped_storage(), for a copy defer.c records.  It may allocate (and
    so collect): take it before the addresses are read.  new ref | NULL+exc
    | NULL: not an UntypedStorage */
@@ -809,7 +845,7 @@ static PyObject *
 fc_torch_store_of(FcState *st, PyObject *x)
 {
     PyObject *s = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
-    if (s != NULL && (PyObject *)Py_TYPE(s) != st->torch.ustorage) {
+    if (s != NULL && (PyObject *)Py_TYPE(s) != TORCH(st)->ustorage) {
         Py_DECREF(s);
         return NULL;
     }
@@ -884,7 +920,7 @@ fc_torch_special(FcState *st, PyObject *x)
     if (dt == NULL) {
         return -1;
     }
-    if (dt == st->torch.real_dtype) {
+    if (dt == TORCH(st)->real_dtype) {
         Py_DECREF(dt);
         return 0;
     }
@@ -899,14 +935,14 @@ fc_torch_special(FcState *st, PyObject *x)
     r = v == NULL ? -1 : PyObject_IsTrue(v);
     Py_XDECREF(v);
     if (r == 0) {
-        r = PySequence_Contains(st->torch.int_dtypes, dt);
+        r = PySequence_Contains(TORCH(st)->int_dtypes, dt);
     }
     if (r < 0) {
         Py_DECREF(dt);
         return -1;
     }
     if (r > 0) {
-        Py_XSETREF(st->torch.real_dtype, dt);
+        Py_XSETREF(TORCH(st)->real_dtype, dt);
         return 0;
     }
     Py_DECREF(dt);
@@ -922,7 +958,7 @@ fc_torch_device_ok(FcState *st, PyObject *x)
     if (r != 0) {
         return r;
     }
-    if (!st->torch.cuda || st->torch.cuda_stream == NULL) {
+    if (!TORCH(st)->cuda || TORCH(st)->cuda_stream == NULL) {
         return 0;
     }
     r = fc_torch_is(st, x, TA_T_IS_CUDA, 0);
@@ -950,7 +986,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
     if (fc_torch_ssize(st, x, TA_T_GET_DEVICE, 1, &d) < 0) {
         return -1;
     }
-    if (d < 0 || d > INT_MAX || st->torch.cuda_stream == NULL) {
+    if (d < 0 || d > INT_MAX || TORCH(st)->cuda_stream == NULL) {
         PyErr_SetString(PyExc_SystemError, "fastcopy: a CUDA tensor without a device");
         return -1;
     }
@@ -958,7 +994,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
     if (i == NULL) {
         return -1;
     }
-    v = PyObject_CallOneArg(st->torch.cuda_stream, i);
+    v = PyObject_CallOneArg(TORCH(st)->cuda_stream, i);
     Py_DECREF(i);
     if (v == NULL) {
         return -1;
@@ -986,7 +1022,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
 static int
 fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
 {
-    if ((PyObject *)Py_TYPE(x) != st->torch.tensor || depth > 2) {
+    if ((PyObject *)Py_TYPE(x) != TORCH(st)->tensor || depth > 2) {
         return 0;
     }
     /* an empty instance dict: nothing shadows a method, no
@@ -1006,7 +1042,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
         return -1;
     }
     Py_DECREF(layout);
-    if (layout != st->torch.strided) {
+    if (layout != TORCH(st)->strided) {
         return 0;
     }
     if ((r = fc_torch_special(st, x)) != 0
@@ -1041,7 +1077,7 @@ fc_torch_storage_clone(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
         goto done;
     }
     PyObject *args[3] = {NULL, nb, dv};
-    y = PyObject_Vectorcall(st->torch.ustorage, args + 1,
+    y = PyObject_Vectorcall(TORCH(st)->ustorage, args + 1,
                             1 | PY_VECTORCALL_ARGUMENTS_OFFSET, TN(st, TN_KW_DEVICE));
     if (y == NULL) {
         goto done;
@@ -1068,7 +1104,7 @@ fc_torch_storage_clone(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
             goto error;
         }
         if (src != NULL && dst != NULL
-            && fc_defer_copy(c, dst, y, 0, src, us, 0, (size_t)n, dev, stream) < 0) {
+            && fc_defer_copy(c, &fc_torch_defer, dst, y, 0, src, us, 0, (size_t)n, dev, stream) < 0) {
             goto error;
         }
     }
@@ -1154,7 +1190,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     Py_ssize_t off, n, un;
     void *src, *dst;
     int r, held;
-    if ((PyObject *)Py_TYPE(us) != st->torch.ustorage) {
+    if ((PyObject *)Py_TYPE(us) != TORCH(st)->ustorage) {
         return NULL;
     }
     r = fc_memo_lookup(c, us, &v);
@@ -1188,13 +1224,13 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
         goto decline;
     }
     held = fc_torch_gc_hold();
-    t = PyObject_CallOneArg(st->torch.empty_like, x);
+    t = PyObject_CallOneArg(TORCH(st)->empty_like, x);
     if (t != NULL) {
         nus = fc_torch_call0(st, t, TA_T_UNTYPED_STORAGE);
     }
     fc_torch_gc_resume(held);
-    if (t == NULL || (PyObject *)Py_TYPE(t) != st->torch.tensor
-        || nus == NULL || (PyObject *)Py_TYPE(nus) != st->torch.ustorage
+    if (t == NULL || (PyObject *)Py_TYPE(t) != TORCH(st)->tensor
+        || nus == NULL || (PyObject *)Py_TYPE(nus) != TORCH(st)->ustorage
         || fc_torch_ssize(st, nus, TA_US_NBYTES, 1, &un) < 0 || un != n) {
         goto decline;
     }
@@ -1208,7 +1244,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
             || src == NULL || dst == NULL) {
             goto decline;
         }
-        if (fc_defer_copy(c, dst, nus, 0, src, us, 0, (size_t)n, dev, stream) < 0) {
+        if (fc_defer_copy(c, &fc_torch_defer, dst, nus, 0, src, us, 0, (size_t)n, dev, stream) < 0) {
             goto error;
         }
     }
@@ -1217,7 +1253,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
         if (one == NULL) {
             goto decline;
         }
-        v = PyObject_CallOneArg(st->torch.incr_version, one);
+        v = PyObject_CallOneArg(TORCH(st)->incr_version, one);
         Py_DECREF(one);
         if (v == NULL) {
             goto decline;
@@ -1318,7 +1354,7 @@ storage_done:;
             if (r > 0) {
                 ng = fc_torch_tensor_deep(c, g);
             }
-            else if (fc_before_user_code(c, 0) == 0) {
+            else if (c->walk->before_user_code(c, 0) == 0) {
                 ng = PyObject_CallMethodOneArg(g, st->s_deepcopy, c->memo);
             }
             r = ng == NULL ? -1 : 1;
@@ -1329,7 +1365,7 @@ storage_done:;
     }
     /* new_tensor.__dict__ = deepcopy(self.__dict__, memo) */
     d = PyObject_GetAttr(x, st->s_dict);
-    if (d == NULL || (nd = fc_walk(c, d)) == NULL
+    if (d == NULL || (nd = c->walk->walk(c, d)) == NULL
         || PyObject_SetAttr(t, st->s_dict, nd) < 0) {
         goto error;
     }
@@ -1372,7 +1408,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         return NULL;
     }
     v = fc_torch_get(st, x, TA_T_LAYOUT);
-    if (v == NULL || v != st->torch.strided) {
+    if (v == NULL || v != TORCH(st)->strided) {
         goto fail;
     }
     Py_CLEAR(v);
@@ -1382,14 +1418,14 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         goto fail;
     }
     held = fc_torch_gc_hold();
-    y = PyObject_CallOneArg(st->torch.empty_like, x);
-    if (y != NULL && fc_defer_queued(st, (size_t)n, dev)) {
+    y = PyObject_CallOneArg(TORCH(st)->empty_like, x);
+    if (y != NULL && fc_defer_queued(st, &fc_torch_defer, (size_t)n, dev)) {
         if ((xs = fc_torch_store_of(st, x)) != NULL) {
             ys = fc_torch_store_of(st, y);
         }
     }
     fc_torch_gc_resume(held);
-    if (y == NULL || (fc_defer_queued(st, (size_t)n, dev) && ys == NULL)) {
+    if (y == NULL || (fc_defer_queued(st, &fc_torch_defer, (size_t)n, dev) && ys == NULL)) {
         goto fail;
     }
     /* y was shaped from x before the allocations: x must still be those
@@ -1406,7 +1442,7 @@ fc_torch_clone_dense(FcCtx *c, PyObject *x, int known)
         goto fail;
     }
     /* the last step: a failure to record leaves nothing to undo */
-    if (n > 0 && fc_defer_copy(c, dst, ys, doff, src, xs, soff, (size_t)n, dev, stream) < 0) {
+    if (n > 0 && fc_defer_copy(c, &fc_torch_defer, dst, ys, doff, src, xs, soff, (size_t)n, dev, stream) < 0) {
         goto fail;
     }
     Py_XDECREF(xs);
@@ -1435,12 +1471,12 @@ fc_torch_param_swap(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *y = fc_torch_clone_dense(c, x, known);
-    if (y == NULL || (PyObject *)Py_TYPE(y) != st->torch.tensor) {
+    if (y == NULL || (PyObject *)Py_TYPE(y) != TORCH(st)->tensor) {
         goto decline;
     }
     int rg = fc_torch_is(st, x, TA_T_REQUIRES_GRAD, 0);
     if (rg < 0 || (rg && fc_torch_set(st, y, TA_T_REQUIRES_GRAD, Py_True) < 0)
-        || fc_torch_set(st, y, TA_T_CLASS, st->torch.parameter) < 0) {
+        || fc_torch_set(st, y, TA_T_CLASS, TORCH(st)->parameter) < 0) {
         goto decline;
     }
     return y;
@@ -1457,7 +1493,7 @@ fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *data = NULL, *cl = NULL, *rg = NULL, *y = NULL;
-    if (st->torch.param_swap && (y = fc_torch_param_swap(c, x, known)) != NULL) {
+    if (TORCH(st)->param_swap && (y = fc_torch_param_swap(c, x, known)) != NULL) {
         return y;
     }
     {
@@ -1478,7 +1514,7 @@ fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
     if (data == NULL) {
         goto done;
     }
-    PyObject *cargs[2] = {data, st->torch.preserve};
+    PyObject *cargs[2] = {data, TORCH(st)->preserve};
     cl = PyObject_VectorcallMethod(TN(st, TN_CLONE), cargs,
                                    1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                    TN(st, TN_KW_MEMORY_FORMAT));
@@ -1486,8 +1522,8 @@ fc_torch_param_deep(FcCtx *c, PyObject *x, int known)
         goto done;
     }
 make:;
-    PyObject *args[3] = {st->torch.parameter, cl, rg};
-    y = PyObject_Vectorcall(st->torch.make_subclass, args, 3, NULL);
+    PyObject *args[3] = {TORCH(st)->parameter, cl, rg};
+    y = PyObject_Vectorcall(TORCH(st)->make_subclass, args, 3, NULL);
 done:
     Py_XDECREF(data);
     Py_XDECREF(cl);
@@ -1524,19 +1560,20 @@ static PyObject *
 fc_torch_deep(FcCtx *c, PyObject *x, int kind)
 {
     FcState *st = c->st;
-    if (c->mode == FC_MEMO_MAPPING || st->torch.checked <= 0) {
+    if (c->mode == FC_MEMO_MAPPING || TORCH(st)->checked <= 0) {
         return NULL;
     }
     /* a guard that fails with an error declines too: torch's own path
        decides what to raise */
     /* the ambient state changes only when code that is not ours runs, and
-       every such call goes through fc_before_user_code(), which forgets this */
+       every such call goes through the walker's before_user_code (FcWalkOps),
+       whose flush forgets this */
     int need = kind == FB_TORCH_TENSOR ? 2 : 1;
     int r = 1;
-    if (c->torch_ambient < need) {
+    if (c->ambient < need) {
         r = fc_torch_ambient(st, need == 2);
         if (r > 0) {
-            c->torch_ambient = need;
+            c->ambient = need;
         }
     }
     if (r > 0) {
@@ -1566,13 +1603,13 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
 /* ------------------------------------------------------------------ */
 
 static const FcSetting fc_torch_settings[] = {
-    {"torch_defer", FS_BOOL, offsetof(FcState, torch.defer), 1, NULL,
+    {"torch_defer", FS_BOOL, offsetof(FcTorchState, defer), 1, NULL,
      "record the byte copies of torch tensors and run them together, before "
      "any user code and at the end of the call (on by default).  Host copies "
      "of 64 KiB and more run with the GIL released, from 32 MiB on up to "
      "torch.get_num_threads() threads (16 MiB each at least), as torch's own "
      "copy_ would."},
-    {"torch_cuda", FS_BOOL, offsetof(FcState, torch.cuda), 0, NULL,
+    {"torch_cuda", FS_BOOL, offsetof(FcTorchState, cuda), 0, NULL,
      "copy plain CUDA tensors natively, their bytes in one batch per device "
      "on torch's current stream (off by default: see docs/buffers-cuda.md).  "
      "Needs fastcopy._cuda and a CUDA torch."},
@@ -1591,14 +1628,14 @@ fc_torch_native(FcState *st, const char **why)
         *why = "torch is not imported";
         return 0;
     }
-    if (st->torch.checked == 0) {
+    if (TORCH(st)->checked == 0) {
         int r = fc_torch_init(st);
         if (r < 0) {
             return -1;
         }
     }
-    if (st->torch.checked <= 0) {
-        *why = st->torch.checked < 0
+    if (TORCH(st)->checked <= 0) {
+        *why = TORCH(st)->checked < 0
                ? "this torch's deepcopy code is not the one fastcopy reproduces"
                : "torch is not fully imported yet";
         return 0;
@@ -1645,8 +1682,8 @@ fc_torch_info(FcState *st)
                                   "version", version ? version : Py_None,
                                   "native", native ? Py_True : Py_False,
                                   "why_not", why,
-                                  "defer", st->torch.defer ? Py_True : Py_False,
-                                  "cuda", st->torch.cuda ? Py_True : Py_False);
+                                  "defer", TORCH(st)->defer ? Py_True : Py_False,
+                                  "cuda", TORCH(st)->cuda ? Py_True : Py_False);
     Py_XDECREF(version);
     return res;
 }
@@ -1654,52 +1691,52 @@ fc_torch_info(FcState *st)
 static int
 fc_torch_traverse(FcState *st, visitproc visit, void *arg)
 {
-    Py_VISIT(st->torch.tensor);
-    Py_VISIT(st->torch.parameter);
-    Py_VISIT(st->torch.ustorage);
-    Py_VISIT(st->torch.tstorage);
-    Py_VISIT(st->torch.names);
-    Py_VISIT(st->torch.attr_names);
-    Py_VISIT(st->torch.attrs);
-    Py_VISIT(st->torch.probes);
-    Py_VISIT(st->torch.strided);
-    Py_VISIT(st->torch.preserve);
-    Py_VISIT(st->torch.copy_deepcopy);
-    Py_VISIT(st->torch.tensor_globals);
-    Py_VISIT(st->torch.storage_globals);
-    Py_VISIT(st->torch.make_subclass);
-    Py_VISIT(st->torch.empty_like);
-    Py_VISIT(st->torch.incr_version);
-    Py_VISIT(st->torch.cuda_stream);
-    Py_VISIT(st->torch.num_threads);
-    Py_VISIT(st->torch.real_dtype);
-    Py_VISIT(st->torch.int_dtypes);
+    Py_VISIT(TORCH(st)->tensor);
+    Py_VISIT(TORCH(st)->parameter);
+    Py_VISIT(TORCH(st)->ustorage);
+    Py_VISIT(TORCH(st)->tstorage);
+    Py_VISIT(TORCH(st)->names);
+    Py_VISIT(TORCH(st)->attr_names);
+    Py_VISIT(TORCH(st)->attrs);
+    Py_VISIT(TORCH(st)->probes);
+    Py_VISIT(TORCH(st)->strided);
+    Py_VISIT(TORCH(st)->preserve);
+    Py_VISIT(TORCH(st)->copy_deepcopy);
+    Py_VISIT(TORCH(st)->tensor_globals);
+    Py_VISIT(TORCH(st)->storage_globals);
+    Py_VISIT(TORCH(st)->make_subclass);
+    Py_VISIT(TORCH(st)->empty_like);
+    Py_VISIT(TORCH(st)->incr_version);
+    Py_VISIT(TORCH(st)->cuda_stream);
+    Py_VISIT(TORCH(st)->num_threads);
+    Py_VISIT(TORCH(st)->real_dtype);
+    Py_VISIT(TORCH(st)->int_dtypes);
     return 0;
 }
 
 static void
 fc_torch_clear(FcState *st)
 {
-    Py_CLEAR(st->torch.tensor);
-    Py_CLEAR(st->torch.parameter);
-    Py_CLEAR(st->torch.ustorage);
-    Py_CLEAR(st->torch.tstorage);
-    Py_CLEAR(st->torch.names);
-    Py_CLEAR(st->torch.attr_names);
-    Py_CLEAR(st->torch.attrs);
-    Py_CLEAR(st->torch.probes);
-    Py_CLEAR(st->torch.strided);
-    Py_CLEAR(st->torch.preserve);
-    Py_CLEAR(st->torch.copy_deepcopy);
-    Py_CLEAR(st->torch.tensor_globals);
-    Py_CLEAR(st->torch.storage_globals);
-    Py_CLEAR(st->torch.make_subclass);
-    Py_CLEAR(st->torch.empty_like);
-    Py_CLEAR(st->torch.incr_version);
-    Py_CLEAR(st->torch.cuda_stream);
-    Py_CLEAR(st->torch.num_threads);
-    Py_CLEAR(st->torch.real_dtype);
-    Py_CLEAR(st->torch.int_dtypes);
+    Py_CLEAR(TORCH(st)->tensor);
+    Py_CLEAR(TORCH(st)->parameter);
+    Py_CLEAR(TORCH(st)->ustorage);
+    Py_CLEAR(TORCH(st)->tstorage);
+    Py_CLEAR(TORCH(st)->names);
+    Py_CLEAR(TORCH(st)->attr_names);
+    Py_CLEAR(TORCH(st)->attrs);
+    Py_CLEAR(TORCH(st)->probes);
+    Py_CLEAR(TORCH(st)->strided);
+    Py_CLEAR(TORCH(st)->preserve);
+    Py_CLEAR(TORCH(st)->copy_deepcopy);
+    Py_CLEAR(TORCH(st)->tensor_globals);
+    Py_CLEAR(TORCH(st)->storage_globals);
+    Py_CLEAR(TORCH(st)->make_subclass);
+    Py_CLEAR(TORCH(st)->empty_like);
+    Py_CLEAR(TORCH(st)->incr_version);
+    Py_CLEAR(TORCH(st)->cuda_stream);
+    Py_CLEAR(TORCH(st)->num_threads);
+    Py_CLEAR(TORCH(st)->real_dtype);
+    Py_CLEAR(TORCH(st)->int_dtypes);
 }
 
 FC_INTERNAL_DATA const FcBackend fc_torch_backend = {

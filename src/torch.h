@@ -6,9 +6,10 @@
 
 #include "fastcopy.h"
 
-/* torch's part of the module state (FcState.torch): found through
-   sys.modules when first met (torch.c's essay); settings from configure().
-   Traversed and cleared by torch.c's backend table. */
+/* torch.c's block of FcState (FC_BK_torch, backend.h), read by torch.c
+   alone: found through sys.modules when first met (torch.c's essay);
+   settings from configure().  Traversed and cleared by torch.c's backend
+   table. */
 typedef struct {
     PyObject *tensor;        /* torch.Tensor, strong, or NULL */
     PyObject *parameter;     /* torch.nn.Parameter, strong, or NULL */
@@ -39,9 +40,5 @@ typedef struct {
     PyObject *int_dtypes;    /* tuple: torch's integer and bool dtypes */
 } FcTorchState;
 
-/* A torch storage's address and size now: two C getters, no Python code.
-   0 | -1+exc */
-FC_INTERNAL int fc_torch_storage_addr(FcState *st, PyObject *store, char **base,
-                                      size_t *nbytes);
 
 #endif /* FASTCOPY_TORCH_H */
