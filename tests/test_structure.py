@@ -113,9 +113,12 @@ class Registry(unittest.TestCase):
                 for b in re.findall(r"const FcBackend fc_(\w+)_backend = \{", read("src", name)):
                     tables[b] = name
         self.assertEqual(set(tables), {"numpy", "torch", "cuda"})
-        registry = read("src", "buffers.c")
-        listed = re.search(r"fc_backends\[\] = \{(.*?)\};", registry, re.S).group(1)
-        self.assertEqual(re.findall(r"&fc_(\w+)_backend", listed), ["numpy", "torch", "cuda"])
+        # the registry is one list (backend.h), which buffers.c's table and
+        # the state's slots are made from
+        listed = re.search(r"#define FC_BACKEND_LIST\(X\)(.*?)\n\n", read("src", "backend.h"),
+                           re.S).group(1)
+        self.assertEqual(re.findall(r"X\((\w+)\)", listed), ["numpy", "torch", "cuda"])
+        self.assertIn("FC_BACKEND_LIST(FC_BK_ROW_)", read("src", "buffers.c"))
         self.assertEqual(set(_fastcopy.backends()), set(tables))
         unity = read("src", "_fastcopy.c")
         for f in os.listdir(SRC):
@@ -137,6 +140,143 @@ class Registry(unittest.TestCase):
                 if home != name:
                     self.assertIsNone(re.search(r"^(?:static|FC_\w+)[^\n(]*\b%s\([^)]*\);" % fn,
                                                 text, re.M), "%s declares %s" % (name, fn))
+
+
+def _strip_c(text):
+    """C source without comments, string and character literals."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r"'(?:\\.|[^'\\\n])*'", "''", text)
+
+
+def part_graph(sources):
+    """{part: {other part: reasons}} for C parts given as {name: text}: a part uses another when
+    it includes the other's header, or names a function or a datum the other defines for the
+    rest of the core (FC_INTERNAL, FC_INTERNAL_INLINE, FC_INTERNAL_DATA)."""
+    parts = {n[:-2]: _strip_c(t) for n, t in sources.items() if n.endswith(".c")}
+    defined = {}
+    for part, text in parts.items():
+        for sym in re.findall(r"^FC_INTERNAL(?:_INLINE)?\b[^;{]*?\b(fc_\w+)\s*\([^;]*?\)\s*\{",
+                              text, re.M | re.S):
+            defined.setdefault(sym, part)
+        for sym in re.findall(r"^FC_INTERNAL_DATA\b[^;=(]*?\b(fc_\w+)\b[^;]*?=", text, re.M):
+            defined.setdefault(sym, part)
+    graph = {part: {} for part in parts}
+    for part, text in parts.items():
+        for inc in re.findall(r'^\s*#\s*include\s+"(\w+)\.h"', sources[part + ".c"], re.M):
+            if inc in parts and inc != part:
+                graph[part].setdefault(inc, set()).add(inc + ".h")
+        names = set(re.findall(r"\bfc_\w+\b", text))
+        if re.search(r"\bFC_BACKEND_LIST\(", text):
+            # the registry's X-macro (backend.h) names every backend's table
+            listed = re.search(r"#define FC_BACKEND_LIST\(X\)(.*?)\n\n", sources.get("backend.h", ""),
+                               re.S)
+            names |= {"fc_%s_backend" % b for b in re.findall(r"X\((\w+)\)",
+                                                             listed.group(1) if listed else "")}
+        for sym in names:
+            home = defined.get(sym)
+            if home is not None and home != part:
+                graph[part].setdefault(home, set()).add(sym)
+    return graph
+
+
+def find_cycle(graph):
+    """A list [a, b, ..., a] of parts that depend on each other in a circle, or None."""
+    state, stack = {}, []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+@unittest.skipUnless(HAVE_SRC, "needs the source tree")
+class PartsDependOneWay(unittest.TestCase):
+    """docs/internals.md: the module on top, then the walker, the buffer registry, the backends,
+    and the memo, the deferred copies and the pool below them; every dependency runs one way."""
+
+    def sources(self):
+        return {n: read("src", n) for n in sorted(os.listdir(SRC))
+                if n.endswith((".c", ".h")) and n != "_fastcopy.c"}
+
+    def test_no_cycle(self):
+        graph = part_graph(self.sources())
+        cycle = find_cycle(graph)
+        if cycle:
+            why = ["%s -> %s (%s)" % (a, b, ", ".join(sorted(graph[a][b])[:4]))
+                   for a, b in zip(cycle, cycle[1:])]
+            self.fail("the C parts depend on each other in a circle:\n  " + "\n  ".join(why))
+
+    def test_the_layers(self):
+        graph = part_graph(self.sources())
+
+        def below(a, b):
+            """Does a reach b?"""
+            seen, todo = set(), [a]
+            while todo:
+                n = todo.pop()
+                for m in graph.get(n, ()):
+                    if m == b:
+                        return True
+                    if m not in seen:
+                        seen.add(m)
+                        todo.append(m)
+            return False
+
+        for upper, lower in [("module", "deepcopy"), ("deepcopy", "buffers"), ("buffers", "numpy"),
+                             ("buffers", "torch"), ("torch", "defer"), ("torch", "memo"),
+                             ("deepcopy", "memo"), ("select", "deepcopy"), ("copy", "plan")]:
+            self.assertTrue(below(upper, lower), "%s should use %s" % (upper, lower))
+        for backend in ("numpy", "torch", "cuda_backend"):
+            for core in ("deepcopy", "buffers", "plan", "select", "module", "settings"):
+                self.assertFalse(below(backend, core), "%s reaches %s" % (backend, core))
+        for low in ("memo", "defer", "pool"):
+            for upper in ("deepcopy", "numpy", "torch", "cuda_backend", "buffers"):
+                self.assertFalse(below(low, upper), "%s reaches %s" % (low, upper))
+
+    def test_backend_state_is_the_backends_own(self):
+        # FcState holds opaque blocks; only the backend's own file knows its layout
+        state = _strip_c(read("src", "state.h"))
+        for h in ("numpy.h", "torch.h", "cuda_backend.h"):
+            self.assertNotIn('"%s"' % h, read("src", "state.h"))
+        self.assertNotIn("FcTorchState", state)
+        for name in os.listdir(SRC):
+            if name.endswith(".c") and name not in ("numpy.c", "torch.c", "cuda_backend.c",
+                                                    "_fastcopy.c"):
+                text = _strip_c(read("src", name))
+                for t in ("FcNumpyState", "FcTorchState", "FcCudaState"):
+                    self.assertNotIn(t, text, "%s reads %s" % (name, t))
+
+    def test_the_check_sees_a_cycle(self):
+        # the checker itself: a call back up, an include back up, a datum
+        src = {
+            "a.c": '#include "a.h"\n#include "b.h"\nFC_INTERNAL int\nfc_a(void)\n{\n    return fc_b();\n}\n',
+            "b.c": 'FC_INTERNAL int\nfc_b(void)\n{\n    return 0;\n}\n',
+            "c.c": '/* fc_a() in a comment is no use */\nFC_INTERNAL_DATA const int fc_c_data = 1;\n',
+        }
+        self.assertIsNone(find_cycle(part_graph(src)))
+        looped = dict(src, **{"b.c": src["b.c"] + "static int g(void) { return fc_c_data; }\n",
+                              "c.c": src["c.c"] + '#include "a.h"\n'})
+        self.assertEqual(find_cycle(part_graph(looped)), ["a", "b", "c", "a"])
+        called = dict(src, **{"b.c": src["b.c"] + "static int g(void) { return fc_a(); }\n"})
+        self.assertEqual(find_cycle(part_graph(called)), ["a", "b", "a"])
 
 
 class BackendsTellTheTruth(unittest.TestCase):
