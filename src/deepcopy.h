@@ -41,6 +41,17 @@ FC_INTERNAL int fc_demote_all(FcCtx *c);
    put in place" reads them (checked on dicts made for it): sets
    st->dict_slots_ok.  0 | -1+exc */
 FC_INTERNAL int fc_dict_slots_probe(FcState *st);
+/* PyDict_Next(d, ppos, pk, pv), reading the table directly where its
+   layout is the one checked at import.  Borrowed *pk, *pv.  1 | 0 at the
+   end */
+FC_INTERNAL_INLINE int fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos,
+                                    PyObject **pk, PyObject **pv);
+/* y[key] = value written straight into entry ix of dict y, a table no one
+   else holds (y's alone, its entry ix holding key and a value; tracking
+   needing no change), as insertdict's replacement would.  1 done (a new
+   reference taken) | 0 not so, nothing changed: use PyDict_SetItem */
+FC_INTERNAL_INLINE int fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix,
+                                      PyObject *key, PyObject *value);
 /* copy.copy(x) of a pydantic model with BaseModel's or RootModel's own
    __copy__ (hook: FH_PYDANTIC | FH_PYDROOT), natively.  new ref |
    NULL+exc | NULL, no exc: not this road now (nothing done) */
