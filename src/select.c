@@ -147,6 +147,8 @@ typedef struct {
     FcMemo seen;         /* source container -> node number (as an int);
                             None: a tuple being recorded; Ellipsis: a tuple
                             deepcopy returns as itself */
+    int maxdepth;        /* of the containers recorded */
+    FcSpare *spare;      /* where the ops array comes from and goes */
     PyObject *share;     /* NULL, a type, or a tuple of types (quiet) */
     PyObject *s_class;   /* "__class__", strong, when share is a tuple */
     PyObject *obj_class; /* object.__dict__["__class__"], borrowed */
@@ -158,9 +160,11 @@ fc_tape_free(FcTape *t)
     for (Py_ssize_t i = 0; i < t->nops; i++) {
         Py_XDECREF(t->ops[i].obj);
     }
-    PyMem_Free(t->ops);
+    if (t->ops != NULL) {
+        fc_spare_give(t->spare, FC_SPARE_TAPE, t->ops, sizeof(FcTapeOp) * (size_t)t->cap);
+    }
     t->ops = NULL;
-    t->nops = 0;
+    t->nops = t->cap = 0;
     fc_memo_clear(&t->seen);
     Py_CLEAR(t->s_class);
 }
@@ -222,8 +226,16 @@ static FcTapeOp *
 fc_tape_emit(FcTape *t, int op, Py_ssize_t n, Py_ssize_t node, PyObject *obj)
 {
     if (t->nops == t->cap) {
+        size_t got;
+        FcTapeOp *no;
+        if (t->cap == 0
+            && (no = fc_spare_take(t->spare, FC_SPARE_TAPE, sizeof(FcTapeOp) * 256, &got))) {
+            t->ops = no;          /* the last call's: no allocation, no copy */
+            t->cap = (Py_ssize_t)(got / sizeof(FcTapeOp));
+            goto room;
+        }
         Py_ssize_t ncap = t->cap ? t->cap * 2 : 256;
-        FcTapeOp *no = PyMem_Realloc(t->ops, sizeof(FcTapeOp) * (size_t)ncap);
+        no = PyMem_Realloc(t->ops, sizeof(FcTapeOp) * (size_t)ncap);
         if (no == NULL) {
             Py_XDECREF(obj);
             PyErr_NoMemory();
@@ -232,6 +244,7 @@ fc_tape_emit(FcTape *t, int op, Py_ssize_t n, Py_ssize_t node, PyObject *obj)
         t->ops = no;
         t->cap = ncap;
     }
+room:;
     FcTapeOp *o = &t->ops[t->nops++];
     o->op = (uint8_t)op;
     o->track = 0;
@@ -516,6 +529,9 @@ fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth)
     if (!container || depth > FC_TAPE_MAX_DEPTH) {
         return 0;
     }
+    if (depth > t->maxdepth) {
+        t->maxdepth = depth;
+    }
     if (k == FK_TUPLE) {
         /* deepcopy returns an all-atomic tuple itself */
         Py_ssize_t n = PyTuple_GET_SIZE(x), i;
@@ -759,8 +775,12 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     FcCtx c;
     fc_ctx_init(&c, st);
     c.share = share;
-    c.gc_grace = -1;    /* n replicas: a big copy from the start (memo.c) */
+    /* as in one deepcopy() call (memo.c): the first FC_GC_GRACE containers
+       stay tracked, the replicas' later ones are hidden as they are made
+       (a few small replicas cost no more than the loop's; many are not
+       traversed by every collection their allocations trigger) */
     FcTape t = {0};
+    t.spare = c.native.spare;     /* NULL on free-threaded builds */
     fc_memo_init(&t.seen);
     PyObject **nodes = NULL;
     FcReplayFrame *stack = NULL;
@@ -784,7 +804,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     }
     if (r > 0) {
         nodes = PyMem_Calloc((size_t)t.nslots + 1, sizeof(PyObject *));
-        stack = PyMem_Malloc(sizeof(FcReplayFrame) * (size_t)(FC_TAPE_MAX_DEPTH + 2));
+        stack = PyMem_Malloc(sizeof(FcReplayFrame) * (size_t)(t.maxdepth + 2));
         if (nodes == NULL || stack == NULL) {
             PyErr_NoMemory();
             goto error;
