@@ -584,6 +584,23 @@ typedef struct {
     uint8_t own;         /* y is the template itself (the last replica) */
 } FcReplayFrame;
 
+/* Containers of this many items and more are hidden from the collector
+   as soon as they are made, grace or not: a collection would traverse all
+   their items, where hiding costs about what traversing a few does. */
+#define FC_TAPE_HIDE_ITEMS 64
+
+/* Hide the replay's y (tracked) from the collector: when it is big, now;
+   else as one deepcopy() call would (fc_untrack).  0 | -1+exc */
+static int
+fc_tape_hide(FcCtx *c, PyObject *y, Py_ssize_t items)
+{
+    if (items >= FC_TAPE_HIDE_ITEMS) {
+        PyObject_GC_UnTrack(y);
+        return fc_untrack_fresh(c, y);   /* listed: tracked again at the end */
+    }
+    return fc_untrack(c, y);
+}
+
 /* One replica.  nodes: t->nslots NULLs, NULLs again on return.  last: the
    last replica, which takes the templates themselves.
    new ref | NULL+exc */
@@ -645,11 +662,11 @@ fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack, int 
                 if (y != NULL) {
                     Py_SET_SIZE(y, 0);
                 }
-                r = y == NULL ? -1 : fc_untrack(c, y);
+                r = y == NULL ? -1 : fc_tape_hide(c, y, o->n);
             }
             else if (o->op == T_TUPLE) {
                 y = PyTuple_New(o->n);
-                r = y == NULL ? -1 : fc_untrack(c, y);
+                r = y == NULL ? -1 : fc_tape_hide(c, y, o->n);
             }
             else {
                 y = PyDict_Copy(o->obj);   /* lint: own container */
@@ -677,7 +694,8 @@ fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack, int 
         default: /* T_END */
             sp--;
             v = stack[sp].y;
-            if (stack[sp].op == T_DICT && PyObject_GC_IsTracked(v) && fc_untrack(c, v) < 0) {
+            if (stack[sp].op == T_DICT && PyObject_GC_IsTracked(v)
+                && fc_tape_hide(c, v, PyDict_GET_SIZE(v)) < 0) {
                 Py_DECREF(v);
                 goto error;
             }
@@ -778,7 +796,8 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     /* as in one deepcopy() call (memo.c): the first FC_GC_GRACE containers
        stay tracked, the replicas' later ones are hidden as they are made
        (a few small replicas cost no more than the loop's; many are not
-       traversed by every collection their allocations trigger) */
+       traversed by every collection their allocations trigger); big ones
+       are hidden at once (fc_tape_hide) */
     FcTape t = {0};
     t.spare = c.native.spare;     /* NULL on free-threaded builds */
     fc_memo_init(&t.seen);
