@@ -1,25 +1,130 @@
-"""replicate(x, 1000) vs 1000 fastcopy.deepcopy calls on a ~1,000-leaf config (CPU clock, medians).
+"""replicate(x, n) against [fastcopy.deepcopy(x) for _ in range(n)], by shape and n.
 
-    python benchmarks/replicate.py
+    python benchmarks/replicate.py                  # CPU time (medians), loop / replicate
+    python benchmarks/replicate.py --instructions   # instructions per call (callgrind)
+    python benchmarks/replicate.py --shapes config200 json --ns 2 10
+
+Time: both roads are timed in one process, alternately, on the CPU clock (time.process_time),
+the median of --repeat rounds; each round runs each road for at least --min-ms.  The ratio
+column is loop / replicate: above 1.00 replicate is faster.
+
+Instructions: each (shape, n, road) runs in a fresh interpreter under valgrind --tool=callgrind,
+once with R calls after a warm-up call and once with none; the difference divided by R is one
+call's cost, startup and set-up cancelled out (R = max(2, 1000 // n), so every row makes about
+1,000 copies and collections triggered along the way average out).  Needs valgrind.
 """
+import argparse
+import os
+import re
 import statistics
+import subprocess
+import sys
 import time
 
 import fastcopy
-from fastcopy import _bench
 
-cfg = _bench.build_json_config(1000)[0]
+NS = (1, 2, 10, 100, 1000)
 
 
-def cpu(f):
+def shapes():
+    sh = [1, 2, 3]
+    shd = {"k": [4, 5]}
+    return {
+        # 200 keys, each a small dict of atomic values
+        "config200": {"key%d" % i: {"a": i, "b": float(i), "c": "v%d" % i} for i in range(200)},
+        # 900 ints, floats and strs in one list
+        "flat_list": [v for i in range(300) for v in (i, i * 0.5, "s%d" % i)],
+        # JSON-like: 50 records with lists and a nested dict
+        "json": {"users": [{"id": i, "name": "u%d" % i, "tags": ["a", "b", "c"],
+                            "scores": [i, i + 1, i + 2], "meta": {"x": i, "y": [1, 2]}}
+                           for i in range(50)], "version": 3},
+        # 300 tuples of atomic values (deepcopy returns each tuple itself)
+        "tuples": [(i, "s%d" % i, float(i)) for i in range(300)],
+        # 300 tuples holding a list each (every tuple is copied)
+        "tuples_mut": [(i, [i]) for i in range(300)],
+        # shared references: one list and one dict met many times
+        "shared": {"a": [sh, sh, shd], "b": {"x": sh, "y": shd, "z": [shd, (sh, 1)]},
+                   "c": [{"p": sh, "q": i} for i in range(100)]},
+    }
+
+
+def roads(x, n):
+    dc = fastcopy.deepcopy
+    return (lambda: [dc(x) for _ in range(n)]), (lambda: fastcopy.replicate(x, n))
+
+
+def cpu_ms(f, min_ms):
+    k, t = 0, 0.0
     t0 = time.process_time()
+    while True:
+        f()
+        k += 1
+        t = time.process_time() - t0
+        if t * 1e3 >= min_ms:
+            return t * 1e3 / k
+
+
+def time_table(names, ns, repeat, min_ms):
+    S = shapes()
+    print("| shape | n | loop (ms) | replicate (ms) | loop / replicate |")
+    print("|---|---:|---:|---:|---:|")
+    for name in names:
+        for n in ns:
+            loop, rep = roads(S[name], n)
+            L, R = [], []
+            for _ in range(repeat):
+                L.append(cpu_ms(loop, min_ms))
+                R.append(cpu_ms(rep, min_ms))
+            lm, rm = statistics.median(L), statistics.median(R)
+            print("| %s | %d | %.3f | %.3f | %.2fx |" % (name, n, lm, rm, lm / rm), flush=True)
+
+
+def one(name, n, road, reps):
+    loop, rep = roads(shapes()[name], n)
+    f = loop if road == "loop" else rep
     f()
-    return time.process_time() - t0
+    for _ in range(reps):
+        f()
 
 
-loop, rep = [], []
-for _ in range(15):
-    loop.append(cpu(lambda: [fastcopy.deepcopy(cfg) for _ in range(1000)]))
-    rep.append(cpu(lambda: fastcopy.replicate(cfg, 1000)))
-lm, rm = statistics.median(loop), statistics.median(rep)
-print("1000 x deepcopy %.1f ms, replicate(x, 1000) %.1f ms: %.2fx" % (lm * 1e3, rm * 1e3, lm / rm))
+def instructions(name, n, road, reps):
+    def run(k):
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+               os.path.realpath(sys.executable), os.path.abspath(__file__),
+               "--one", name, str(n), road, str(k)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+        return int(re.search(r"Collected : (\d+)", out).group(1))
+    return (run(reps) - run(0)) // reps
+
+
+def instruction_table(names, ns):
+    print("| shape | n | loop (instructions) | replicate (instructions) | loop / replicate |")
+    print("|---|---:|---:|---:|---:|")
+    for name in names:
+        for n in ns:
+            reps = max(2, 1000 // n)
+            lo = instructions(name, n, "loop", reps)
+            re_ = instructions(name, n, "replicate", reps)
+            print("| %s | %d | %s | %s | %.2fx |" % (name, n, format(lo, ","), format(re_, ","),
+                                                    lo / re_), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--instructions", action="store_true")
+    ap.add_argument("--shapes", nargs="+", default=list(shapes()))
+    ap.add_argument("--ns", nargs="+", type=int, default=list(NS))
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--min-ms", type=float, default=20.0)
+    ap.add_argument("--one", nargs=4, metavar=("SHAPE", "N", "ROAD", "REPS"))
+    a = ap.parse_args()
+    if a.one:
+        one(a.one[0], int(a.one[1]), a.one[2], int(a.one[3]))
+    elif a.instructions:
+        instruction_table(a.shapes, a.ns)
+    else:
+        time_table(a.shapes, a.ns, a.repeat, a.min_ms)
+
+
+if __name__ == "__main__":
+    main()

@@ -430,7 +430,7 @@ fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
 /* PyDict_Next for a dict frame's source: read directly while the layout
    is the one checked at import (~50 instructions less an entry).
    Borrowed *pk, *pv.  1 | 0 at the end */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
 {
 #if FC_DICT_SLOTS
@@ -450,7 +450,7 @@ fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **
    entry ix) should hold key: a live entry with that very key object is
    y's entry for it.  1 done (a new reference taken) | 0 not so, nothing
    changed: use PyDict_SetItem */
-FC_INLINE int
+FC_INTERNAL_INLINE int
 fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *value)
 {
 #if FC_DICT_SLOTS

@@ -44,5 +44,16 @@ FC_INTERNAL int fc_dict_slots_probe(FcState *st);
 FC_INTERNAL PyObject *fc_pd_get(FcCtx *c, PyObject *x, PyObject *name);
 FC_INTERNAL int fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val);
 FC_INTERNAL PyObject *fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined);
+/* PyDict_Next(d, ppos, pk, pv), reading the table directly where its
+   layout is the one checked at import.  Borrowed *pk, *pv.  1 | 0 at the
+   end */
+FC_INTERNAL_INLINE int fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos,
+                                    PyObject **pk, PyObject **pv);
+/* y[key] = value written straight into entry ix of dict y, a table no one
+   else holds (y's alone, its entry ix holding key and a value; tracking
+   needing no change), as insertdict's replacement would.  1 done (a new
+   reference taken) | 0 not so, nothing changed: use PyDict_SetItem */
+FC_INTERNAL_INLINE int fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix,
+                                      PyObject *key, PyObject *value);
 
 #endif /* FASTCOPY_DEEPCOPY_H */

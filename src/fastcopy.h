@@ -466,7 +466,7 @@ typedef struct FcState FcState;
 
 /* Heap buffers a finished call leaves to the next one (memo.c). */
 enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPARE_GHOST,
-       FC_SPARE_RECON, FC_SPARE__COUNT };
+       FC_SPARE_RECON, FC_SPARE_TAPE, FC_SPARE__COUNT };
 typedef struct {
     void *p[FC_SPARE__COUNT];      /* PyMem_* blocks, or NULL */
     size_t size[FC_SPARE__COUNT];  /* their sizes in bytes */

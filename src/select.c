@@ -10,6 +10,7 @@
 #include "memo.h"
 #include "plan.h"
 #include "state.h"
+#include "testing.h"
 
 /* share= must be a type, a tuple of types, or a callable.  0 | -1+exc */
 FC_INTERNAL int
@@ -30,7 +31,6 @@ fc_check_share(PyObject *share)
     }
     return 0;
 }
-
 /* ------------------------------------------------------------------ */
 /* replicate(): record once, replay n times                            */
 /* ------------------------------------------------------------------ */
@@ -40,19 +40,45 @@ fc_check_share(PyObject *share)
  * graphs made only of exact lists, dicts and tuples, deep-atomic objects
  * and objects kept by share=.  Each list, dict and non-atomic tuple gets a
  * node number when first met; a second reference to it becomes a REF op,
- * which is what the memo would have answered.  Replaying builds the copy
- * with no memo hashing, no keep-alive and no dispatch.  Any other object --
- * an instance, a hook, a recursive tuple, a key whose hash is not the
+ * which is what the memo would have answered.  Any other object -- an
+ * instance, a hook, a recursive tuple, a key whose hash is not the
  * interpreter's own -- and the tape is abandoned for n ordinary deep
  * copies.
+ *
+ * What a replica costs is what the tape makes it do, so the tape holds
+ * each container in the form that is cheapest to rebuild:
+ *   - a dict is a *template*: x.copy() taken while recording, in which
+ *     every value that is not its own deep copy (a container, a REF) is
+ *     replaced by None.  A replica's dict is template.copy() -- CPython
+ *     clones the key table, no key is hashed or inserted, as in the
+ *     walker's "prefill" (deepcopy.c) -- and the values still to make are
+ *     written into their entries (fc_dict_put_at; PyDict_SetItem where the
+ *     layout is not the one checked at import).  The op yielding such a
+ *     value (a REF, or the END of a container) carries the entry and the
+ *     key.  The last replica takes the templates themselves, so over the
+ *     call every dict is copied from its source once per replica, as by
+ *     the loop.
+ *   - a list or tuple is a template too, made while recording: the items
+ *     that are their own copies in their places, None in the others.  A
+ *     RUN op copies k items from it at once; the others are made by their
+ *     ops and stored in their places.  The last replica takes these
+ *     templates as well.
+ * So a replica costs an allocation per container plus a store per item,
+ * where a walk also looks every container up in the memo, stores it there,
+ * dispatches on every object and manages a frame.  The recording costs
+ * about one walk.
  *
  * Why the replicas are exactly [deepcopy(x, share=share) for _ in range(n)]:
  * no user code runs while the tape is recorded, nor while it is replayed,
  * except finalizers of garbage collections (next paragraph).
  *   - Recording reads the source through borrowed references and cached
- *     sizes.  That is sound only because nothing in it can run Python code:
- *     it allocates no GC-tracked object (the tape and its memo are PyMem
- *     blocks, node numbers are ints), and it decides share= itself, without
+ *     sizes.  That is sound only because nothing in it can run Python code.
+ *     Its only GC-tracked allocations are the templates, x.copy() of dicts
+ *     whose keys were all checked quiet first (fc_key_quiet: no __eq__ can
+ *     run in the copy), and on 3.10/3.11, where any such allocation may
+ *     start a collection, collections are held off until the recording
+ *     ends (no Python code runs meanwhile that could see the switch; 3.12+
+ *     collect at the eval breaker only).  It decides share= itself, without
  *     a call: replicate records only when share is None or a type (or tuple
  *     of types) whose metaclass is exactly `type`, and an object is matched
  *     only where isinstance() would run none of its own code (fc_tape_share).
@@ -62,26 +88,34 @@ fc_check_share(PyObject *share)
  *     n calls.  Keep it so: anything added to fc_tape_record that can run
  *     Python code must first hold strong references to what it reads after.
  *   - Replaying reads only the tape, which holds strong references to every
- *     object it puts into a replica, and dict keys on the tape hash with the
- *     interpreter's own code (fc_key_quiet).  On 3.10/3.11 an allocation may
- *     run a collection and so finalizers, which may mutate the source: the
- *     replicas made after that are copies of the source as it was recorded,
- *     a consistent copy from before the change, as the stdlib could give
- *     had the collection come after the copy.  Nodes a REF points back to
- *     are held strongly until the replica is done, lists and tuples are
- *     hidden from the collector (fc_untrack) and so is the result list
- *     until it is complete: a finalizer that digs into objects through
- *     gc.get_objects() finds only valid ones (a dict being filled) and
+ *     object it puts into a replica; templates are private and hidden from
+ *     the collector (no finalizer can find one through gc.get_objects()),
+ *     and a dict key on the tape hashes with the interpreter's own code.
+ *     On 3.10/3.11 an allocation may run a collection and so finalizers,
+ *     which may mutate the source: the replicas made after that are copies
+ *     of the source as it was recorded, a consistent copy from before the
+ *     change, as the stdlib could give had the collection come after the
+ *     copy.  Nodes a REF points back to are held strongly until the
+ *     replica is done, lists and tuples are hidden from the collector
+ *     (fc_untrack) and so is the result list until it is complete: a
+ *     finalizer that digs into objects through gc.get_objects() finds only
+ *     valid ones (a dict being filled, None where a value is still to come;
+ *     a write into it that went wrong falls back to PyDict_SetItem) and
  *     cannot free or resize what the replay still writes to.
  */
-enum { T_CONST = 1, T_REF, T_LIST, T_DICT, T_TUPLE, T_END };
+enum { T_CONST = 1, T_RUN, T_REF, T_LIST, T_DICT, T_TUPLE, T_END };
 
 typedef struct {
     uint8_t op;
-    Py_ssize_t n;        /* LIST/DICT/TUPLE: size; REF: slot in nodes */
+    uint8_t track;       /* DICT: its copies are tracked by the collector */
+    uint32_t ix;         /* REF/END inside a dict: the value's entry */
+    Py_ssize_t n;        /* LIST/TUPLE: size; REF: node, then slot;
+                            RUN: how many items */
     Py_ssize_t node;     /* LIST/DICT/TUPLE: node number while recording,
-                            then its slot in nodes (-1: no REF to it) */
-    PyObject *obj;       /* CONST: strong */
+                            then its slot in nodes (-1: no REF to it);
+                            RUN: the first item's place */
+    PyObject *obj;       /* strong.  CONST: the object; DICT: the template;
+                            REF/END inside a dict: the key */
 } FcTapeOp;
 
 typedef struct {
@@ -89,7 +123,11 @@ typedef struct {
     Py_ssize_t nops, cap;
     Py_ssize_t nnodes;
     Py_ssize_t nslots;   /* nodes some REF points back to */
-    FcMemo seen;         /* source container -> node number (as an int) */
+    FcMemo seen;         /* source container -> node number (as an int);
+                            None: a tuple being recorded; Ellipsis: a tuple
+                            deepcopy returns as itself */
+    int maxdepth;        /* of the containers recorded */
+    FcSpare *spare;      /* where the ops array comes from and goes */
     PyObject *share;     /* NULL, a type, or a tuple of types (quiet) */
     PyObject *s_class;   /* "__class__", strong, when share is a tuple */
     PyObject *obj_class; /* object.__dict__["__class__"], borrowed */
@@ -101,9 +139,11 @@ fc_tape_free(FcTape *t)
     for (Py_ssize_t i = 0; i < t->nops; i++) {
         Py_XDECREF(t->ops[i].obj);
     }
-    PyMem_Free(t->ops);
+    if (t->ops != NULL) {
+        fc_spare_give(t->spare, FC_SPARE_TAPE, t->ops, sizeof(FcTapeOp) * (size_t)t->cap);
+    }
     t->ops = NULL;
-    t->nops = 0;
+    t->nops = t->cap = 0;
     fc_memo_clear(&t->seen);
     Py_CLEAR(t->s_class);
 }
@@ -159,57 +199,317 @@ fc_tape_share(FcTape *t, PyObject *x, int container)
     return container ? 0 : -1;
 }
 
-/* 0 | -1+exc */
-static int
+
+/* A new op; obj is stolen (NULL: none).  the op | NULL+exc */
+static FcTapeOp *
 fc_tape_emit(FcTape *t, int op, Py_ssize_t n, Py_ssize_t node, PyObject *obj)
 {
     if (t->nops == t->cap) {
+        size_t got;
+        FcTapeOp *no;
+        if (t->cap == 0
+            && (no = fc_spare_take(t->spare, FC_SPARE_TAPE, sizeof(FcTapeOp) * 256, &got))) {
+            t->ops = no;          /* the last call's: no allocation, no copy */
+            t->cap = (Py_ssize_t)(got / sizeof(FcTapeOp));
+            goto room;
+        }
         Py_ssize_t ncap = t->cap ? t->cap * 2 : 256;
-        FcTapeOp *no = PyMem_Realloc(t->ops, sizeof(FcTapeOp) * (size_t)ncap);
+        no = PyMem_Realloc(t->ops, sizeof(FcTapeOp) * (size_t)ncap);
         if (no == NULL) {
+            Py_XDECREF(obj);
             PyErr_NoMemory();
-            return -1;
+            return NULL;
         }
         t->ops = no;
         t->cap = ncap;
     }
+room:;
     FcTapeOp *o = &t->ops[t->nops++];
     o->op = (uint8_t)op;
+    o->track = 0;
+    o->ix = 0;
     o->n = n;
     o->node = node;
-    o->obj = Py_XNewRef(obj);
-    return 0;
+    o->obj = obj;
+    return o;
+}
+
+/* Items a .. b-1 of the list or tuple being recorded are their own
+   copies: they join the run of such items the tape ends with, or start
+   one.  0 | -1+exc */
+static int
+fc_tape_run(FcTape *t, Py_ssize_t a, Py_ssize_t b)
+{
+    FcTapeOp *run = &t->ops[t->nops - 1];
+    if (run->op == T_RUN && run->node + run->n == a) {
+        run->n += b - a;
+        return 0;
+    }
+    return fc_tape_emit(t, T_RUN, b - a, a, NULL) ? 0 : -1;
+}
+
+/* Can x, read through `own` references the recording knows of (the
+   source container's slot, a template's), be reached another way?  Not
+   when those are all it has: it needs no entry in seen, and no lookup.
+   Counts are exact on builds with the GIL (any reference the interpreter
+   lends without counting is not one of the graph's).  1 | 0 */
+FC_INLINE int
+fc_tape_shared(PyObject *x, Py_ssize_t own)
+{
+#if FC_FT
+    (void)x; (void)own;
+    return 1;
+#else
+    return Py_REFCNT(x) != own;
+#endif
+}
+
+/* seen[x] = node, if x can be met again.  0 | -1+exc */
+static int
+fc_tape_seen(FcTape *t, PyObject *x, Py_ssize_t own, Py_ssize_t node)
+{
+    if (!fc_tape_shared(x, own)) {
+        return 0;
+    }
+    PyObject *num = PyLong_FromSsize_t(node);
+    if (num == NULL) {
+        return -1;
+    }
+    int r = fc_memo_set(&t->seen, x, num);
+    Py_DECREF(num);
+    return r;
 }
 
 #define FC_TAPE_MAX_DEPTH 2000
 
-/* Record x.  Runs no Python code (see above): borrowed references into
-   the source stay valid throughout.  1 recorded | 0 abandoned | -1+exc */
+static int fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth);
+
+/* The items of list or tuple x (op T_LIST or T_TUPLE) into its template y
+   (n empty places; stolen): an item that is its own copy is put there, an
+   item that is not gets None there and its ops, the last of which names
+   the place.  2 every item is its own copy | 1 | 0 abandoned | -1+exc */
 static int
-fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, int depth)
+fc_tape_seq(FcCtx *c, FcTape *t, PyObject *x, int op, Py_ssize_t node,
+            PyObject *y, Py_ssize_t n, int depth)
+{
+    PyObject **dst = op == T_LIST ? ((PyListObject *)y)->ob_item
+                                  : ((PyTupleObject *)y)->ob_item;
+    uint32_t atomic = FC_DEEP_ATOMIC & c->st->deep_ok;
+    /* private: no finalizer may find it through gc.get_objects() */
+    PyObject_GC_UnTrack(y);
+    if (fc_tape_emit(t, op, n, node, y) == NULL) {
+        return -1;
+    }
+    int r = 1, same = 1;
+    Py_ssize_t run = 0;           /* items run .. i-1 are their own copies */
+    /* no user code runs while recording: another thread's writes to a list
+       wait (free-threaded builds), so the size and the items agree */
+    FC_CS_BEGIN(x);
+    if (op == T_LIST && PyList_GET_SIZE(x) != n) {
+        r = 0;        /* changed by another thread since (free-threaded) */
+    }
+    /* x's items stay where they are: nothing below can resize it */
+    PyObject **src = op == T_LIST ? ((PyListObject *)x)->ob_item
+                                  : ((PyTupleObject *)x)->ob_item;
+    for (Py_ssize_t i = 0; r > 0 && i < n; i++) {
+        PyObject *item = src[i];
+        if (FK_BIT(fc_kind(Py_TYPE(item))) & atomic) {
+            dst[i] = Py_NewRef(item);
+            continue;
+        }
+        /* the run before it goes first on the tape */
+        if (i > run && fc_tape_run(t, run, i) < 0) {
+            r = -1;
+            break;
+        }
+        run = i;
+        r = fc_tape_record(c, t, item, 1, depth + 1);
+        if (r == 2) {
+            dst[i] = Py_NewRef(item);     /* it stays in the run */
+            r = 1;
+        }
+        else if (r == 1) {
+            dst[i] = Py_NewRef(Py_None);
+            t->ops[t->nops - 1].ix = (uint32_t)i;
+            run = i + 1;
+            same = 0;
+        }
+    }
+    if (r > 0 && n > run && fc_tape_run(t, run, n) < 0) {
+        r = -1;
+    }
+    FC_CS_END();
+    return r > 0 && same ? 2 : r;
+}
+
+/* List x.  1 | 0 abandoned | -1+exc */
+static int
+fc_tape_list(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth)
+{
+    Py_ssize_t n = PyList_GET_SIZE(x);
+    if ((size_t)n > UINT32_MAX) {
+        return 0;
+    }
+    Py_ssize_t node = t->nnodes++;
+    PyObject *y;
+    if (fc_tape_seen(t, x, own, node) < 0 || (y = PyList_New(n)) == NULL) {
+        return -1;
+    }
+    int r = fc_tape_seq(c, t, x, T_LIST, node, y, n, depth);
+    if (r <= 0) {
+        return r;
+    }
+    return fc_tape_emit(t, T_END, 0, node, NULL) ? 1 : -1;
+}
+
+/* Tuple x, not all atomic.  2 x itself is its copy | 1 | 0 abandoned |
+   -1+exc */
+static int
+fc_tape_tuple(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(x), start = t->nops;
+    if ((size_t)n > UINT32_MAX) {
+        return 0;
+    }
+    Py_ssize_t node = t->nnodes++;
+    PyObject *y;
+    /* in progress: met again before it is done, it is a recursive tuple */
+    int shared = fc_tape_shared(x, own);
+    if ((shared && fc_memo_set(&t->seen, x, Py_None) < 0) || (y = PyTuple_New(n)) == NULL) {
+        return -1;
+    }
+    int r = fc_tape_seq(c, t, x, T_TUPLE, node, y, n, depth);
+    if (r == 2) {
+        /* every item came out identical: deepcopy returns the tuple itself
+           and memoizes nothing (no node was made below it: each item is
+           its own copy) */
+        for (Py_ssize_t i = start; i < t->nops; i++) {
+            Py_CLEAR(t->ops[i].obj);
+        }
+        t->nops = start;
+        t->nnodes--;
+        return shared && fc_memo_set(&t->seen, x, Py_Ellipsis) < 0 ? -1 : 2;
+    }
+    if (r <= 0) {
+        return r;
+    }
+    if (fc_tape_seen(t, x, own, node) < 0) {
+        return -1;
+    }
+    return fc_tape_emit(t, T_END, 0, node, NULL) ? 1 : -1;
+}
+
+/* Dict x: its template, and the values that are not their own copies.
+   1 | 0 abandoned | -1+exc */
+static int
+fc_tape_dict(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth)
+{
+    Py_ssize_t node = t->nnodes++;
+    if (fc_tape_seen(t, x, own, node) < 0) {
+        return -1;
+    }
+    /* the replay hashes no key (the copy of a template clones its table;
+       PyDict_SetItem where it does not), but x.copy() may compare keys
+       when it rebuilds a table: only keys whose hash and equality are the
+       interpreter's own */
+    PyObject *key, *val, *tmpl;
+    Py_ssize_t pos = 0;
+    int quiet = 1;
+    FC_CS_BEGIN(x);
+    while (quiet && fc_dict_next(c, x, &pos, &key, &val)) {
+        quiet = fc_key_quiet(key);
+    }
+    FC_CS_END();
+    if (!quiet) {
+        return 0;
+    }
+    tmpl = PyDict_Copy(x);   /* lint: own container (collections held off) */
+    if (tmpl == NULL) {
+        return -1;
+    }
+    /* private: no finalizer may find it through gc.get_objects() */
+    int tracked = PyObject_GC_IsTracked(tmpl);
+    if (tracked) {
+        PyObject_GC_UnTrack(tmpl);
+    }
+    Py_ssize_t start = t->nops;
+    if (fc_tape_emit(t, T_DICT, PyDict_GET_SIZE(tmpl), node, tmpl) == NULL) {
+        return -1;
+    }
+    /* read from the template, which nothing else can change: a value's
+       entry there is the entry of its copies */
+    int r = 1, kids = 0;
+    pos = 0;
+    while (r > 0 && fc_dict_next(c, tmpl, &pos, &key, &val)) {
+        if (!fc_key_quiet(key) || pos - 1 > (Py_ssize_t)UINT32_MAX) {
+            r = 0;   /* another thread's key (free-threaded builds) */
+            break;
+        }
+        if (fc_deep_atomic(c, val)) {
+            continue;
+        }
+        /* read through x's entry and the template's */
+        r = fc_tape_record(c, t, val, 2, depth + 1);
+        if (r == 2) {
+            r = 1;   /* the template holds it */
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        FcTapeOp *o = &t->ops[t->nops - 1];
+        o->ix = (uint32_t)(pos - 1);
+        o->obj = Py_NewRef(key);
+        kids = 1;
+        /* a replica gets its own value there: the template holds none of
+           the source's containers */
+        if (!fc_dict_put_at(c, tmpl, pos - 1, key, Py_None)
+            && PyDict_SetItem(tmpl, key, Py_None) < 0) {
+            r = -1;
+        }
+    }
+    if (r <= 0) {
+        return r;
+    }
+    t->ops[start].track = (uint8_t)(tracked || kids);
+    return fc_tape_emit(t, T_END, 0, node, NULL) ? 1 : -1;
+}
+
+/* Record x.  Runs no Python code (see above): borrowed references into
+   the source stay valid throughout.  2 x is its own copy (nothing
+   emitted: the caller places it) | 1 recorded (the last op emitted yields
+   the copy) | 0 abandoned | -1+exc */
+static int
+fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth)
 {
     FcState *st = c->st;
     int k = fc_kind(Py_TYPE(x));
     uint32_t bit = FK_BIT(k) & st->deep_ok;
     if (bit & FC_DEEP_ATOMIC) {
-        return fc_tape_emit(t, T_CONST, 0, 0, x) < 0 ? -1 : 1;
+        return 2;
     }
-    PyObject *seen = fc_memo_get(&t->seen, x);
+    PyObject *seen = fc_tape_shared(x, own) ? fc_memo_get(&t->seen, x) : NULL;
     if (seen != NULL) {
         if (seen == Py_None) {
             return 0;                  /* a tuple still being recorded */
         }
-        return fc_tape_emit(t, T_REF, PyLong_AsSsize_t(seen), 0, NULL) < 0 ? -1 : 1;
+        if (seen == Py_Ellipsis) {
+            return 2;
+        }
+        return fc_tape_emit(t, T_REF, PyLong_AsSsize_t(seen), 0, NULL) ? 1 : -1;
     }
     int container = bit && (k == FK_LIST || k == FK_DICT || k == FK_TUPLE);
     if (t->share != NULL) {
         int r = fc_tape_share(t, x, container);
         if (r != 0) {
-            return r < 0 ? 0 : (fc_tape_emit(t, T_CONST, 0, 0, x) < 0 ? -1 : 1);
+            return r < 0 ? 0 : 2;
         }
     }
     if (!container || depth > FC_TAPE_MAX_DEPTH) {
         return 0;
+    }
+    if (depth > t->maxdepth) {
+        t->maxdepth = depth;
     }
     if (k == FK_TUPLE) {
         /* deepcopy returns an all-atomic tuple itself */
@@ -219,73 +519,9 @@ fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, int depth)
                 break;
             }
         }
-        if (i == n) {
-            return fc_tape_emit(t, T_CONST, 0, 0, x) < 0 ? -1 : 1;
-        }
+        return i == n ? 2 : fc_tape_tuple(c, t, x, own, depth);
     }
-    Py_ssize_t node = t->nnodes++;
-    Py_ssize_t start = t->nops;
-    PyObject *num = k == FK_TUPLE ? Py_NewRef(Py_None) : PyLong_FromSsize_t(node);
-    if (num == NULL || fc_memo_set(&t->seen, x, num) < 0) {
-        Py_XDECREF(num);
-        return -1;
-    }
-    Py_DECREF(num);
-    int op = k == FK_LIST ? T_LIST : k == FK_DICT ? T_DICT : T_TUPLE;
-    int r;
-    /* no user code runs while recording: another thread's writes to x wait
-       (free-threaded builds), so the size and the items agree */
-    FC_CS_BEGIN(x);
-    Py_ssize_t n = k == FK_LIST ? PyList_GET_SIZE(x) : k == FK_DICT ? PyDict_GET_SIZE(x)
-                                                                     : PyTuple_GET_SIZE(x);
-    r = fc_tape_emit(t, op, n, node, NULL) < 0 ? -1 : 1;
-    if (r > 0 && k == FK_DICT) {
-        Py_ssize_t pos = 0;
-        PyObject *key, *val;
-        while (r > 0 && PyDict_Next(x, &pos, &key, &val)) {
-            /* the replay hashes the key: only the interpreter's own hash */
-            if (!fc_key_quiet(key)) {
-                r = 0;
-                break;
-            }
-            r = fc_tape_emit(t, T_CONST, 0, 0, key) < 0 ? -1 : 1;
-            if (r > 0) {
-                r = fc_tape_record(c, t, val, depth + 1);
-            }
-        }
-    }
-    else if (r > 0) {
-        for (Py_ssize_t i = 0; r > 0 && i < n; i++) {
-            PyObject *item = k == FK_LIST ? PyList_GET_ITEM(x, i) : PyTuple_GET_ITEM(x, i);
-            r = fc_tape_record(c, t, item, depth + 1);
-        }
-    }
-    FC_CS_END();
-    if (r <= 0) {
-        return r;
-    }
-    if (k == FK_TUPLE) {
-        /* every item came out identical: the tuple itself, as deepcopy does */
-        int same = 1;
-        for (Py_ssize_t i = start + 1; same && i < t->nops; i++) {
-            same = t->ops[i].op == T_CONST;
-        }
-        if (same) {
-            for (Py_ssize_t i = start; i < t->nops; i++) {
-                Py_CLEAR(t->ops[i].obj);
-            }
-            t->nops = start;
-            t->nnodes--;
-            return fc_tape_emit(t, T_CONST, 0, 0, x) < 0 ? -1 : 1;
-        }
-        PyObject *num2 = PyLong_FromSsize_t(node);
-        if (num2 == NULL || fc_memo_set(&t->seen, x, num2) < 0) {
-            Py_XDECREF(num2);
-            return -1;
-        }
-        Py_DECREF(num2);
-    }
-    return fc_tape_emit(t, T_END, 0, node, NULL) < 0 ? -1 : 1;
+    return k == FK_LIST ? fc_tape_list(c, t, x, own, depth) : fc_tape_dict(c, t, x, own, depth);
 }
 
 /* Give the nodes some REF points back to dense slots (the others need no
@@ -322,15 +558,33 @@ fc_tape_slots(FcTape *t)
 
 typedef struct {
     PyObject *y;
-    PyObject *key;       /* dict: the key waiting for its value */
-    Py_ssize_t i;        /* tuple: next slot */
+    PyObject **src;      /* list, tuple: the template's items */
     uint8_t op;
+    uint8_t own;         /* y is the template itself (the last replica) */
 } FcReplayFrame;
 
-/* One replica.  nodes: t->nslots NULLs, NULLs again on return.
+/* Containers of this many items and more are hidden from the collector
+   as soon as they are made, grace or not: a collection would traverse all
+   their items, where hiding costs about what traversing a few does. */
+#define FC_TAPE_HIDE_ITEMS 64
+
+/* Hide the replay's y (tracked) from the collector: when it is big, now;
+   else as one deepcopy() call would (fc_untrack).  0 | -1+exc */
+static int
+fc_tape_hide(FcCtx *c, PyObject *y, Py_ssize_t items)
+{
+    if (items >= FC_TAPE_HIDE_ITEMS) {
+        PyObject_GC_UnTrack(y);
+        return fc_untrack_fresh(c, y);   /* listed: tracked again at the end */
+    }
+    return fc_untrack(c, y);
+}
+
+/* One replica.  nodes: t->nslots NULLs, NULLs again on return.  last: the
+   last replica, which takes the templates themselves.
    new ref | NULL+exc */
 static PyObject *
-fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack)
+fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack, int last)
 {
     Py_ssize_t sp = 0;
     PyObject *result = NULL;
@@ -338,6 +592,24 @@ fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack)
         FcTapeOp *o = &t->ops[pc];
         PyObject *v;
         switch (o->op) {
+        case T_RUN: {
+            /* items o->node .. o->node + o->n - 1: a template already has
+               them; a new list's size counts the items filled so far */
+            FcReplayFrame *f = &stack[sp - 1];
+            if (f->own) {
+                continue;
+            }
+            PyObject **src = f->src + o->node;
+            PyObject **dst = (f->op == T_LIST ? ((PyListObject *)f->y)->ob_item
+                              : ((PyTupleObject *)f->y)->ob_item) + o->node;
+            for (Py_ssize_t k = 0; k < o->n; k++) {
+                dst[k] = Py_NewRef(src[k]);
+            }
+            if (f->op == T_LIST) {
+                Py_SET_SIZE(f->y, o->node + o->n);
+            }
+            continue;
+        }
         case T_CONST:
             v = Py_NewRef(o->obj);
             break;
@@ -348,39 +620,61 @@ fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack)
         case T_DICT:
         case T_TUPLE: {
             PyObject *y;
-            if (o->op == T_LIST) {
+            int r;
+            if (last) {
+                /* the op's reference; lists and tuples were made tracked,
+                   and are listed to be tracked again when the call ends */
+                y = o->obj;
+                o->obj = NULL;
+                if (o->op != T_DICT) {
+                    r = fc_untrack_fresh(c, y);
+                }
+                else {
+                    if (o->track) {
+                        PyObject_GC_Track(y);
+                    }
+                    r = 0;
+                }
+            }
+            else if (o->op == T_LIST) {
                 y = PyList_New(o->n);
                 if (y != NULL) {
                     Py_SET_SIZE(y, 0);
                 }
+                r = y == NULL ? -1 : fc_tape_hide(c, y, o->n);
             }
-            else if (o->op == T_DICT) {
-                y = _PyDict_NewPresized(o->n);
+            else if (o->op == T_TUPLE) {
+                y = PyTuple_New(o->n);
+                r = y == NULL ? -1 : fc_tape_hide(c, y, o->n);
             }
             else {
-                y = PyTuple_New(o->n);
+                y = PyDict_Copy(o->obj);   /* lint: own container */
+                if (y != NULL && o->track && !PyObject_GC_IsTracked(y)) {
+                    PyObject_GC_Track(y);
+                }
+                r = y == NULL ? -1 : 0;
             }
-            if (y == NULL) {
-                goto error;
-            }
-            if (o->op != T_DICT && fc_untrack(c, y) < 0) {
-                Py_DECREF(y);
+            if (r < 0) {
+                Py_XDECREF(y);
                 goto error;
             }
             if (o->node >= 0) {
                 nodes[o->node] = Py_NewRef(y);
             }
             stack[sp].y = y;             /* the frame owns it */
-            stack[sp].key = NULL;
-            stack[sp].i = 0;
+            stack[sp].src = last || o->op == T_DICT ? NULL
+                            : o->op == T_LIST ? ((PyListObject *)o->obj)->ob_item
+                            : ((PyTupleObject *)o->obj)->ob_item;
             stack[sp].op = o->op;
+            stack[sp].own = (uint8_t)last;
             sp++;
             continue;
         }
         default: /* T_END */
             sp--;
             v = stack[sp].y;
-            if (stack[sp].op == T_DICT && fc_untrack(c, v) < 0) {
+            if (stack[sp].op == T_DICT && PyObject_GC_IsTracked(v)
+                && fc_tape_hide(c, v, PyDict_GET_SIZE(v)) < 0) {
                 Py_DECREF(v);
                 goto error;
             }
@@ -391,23 +685,24 @@ fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack)
             continue;
         }
         FcReplayFrame *f = &stack[sp - 1];
-        if (f->op == T_LIST) {
-            PyList_SET_ITEM(f->y, Py_SIZE(f->y), v);
-            Py_SET_SIZE(f->y, Py_SIZE(f->y) + 1);
-        }
-        else if (f->op == T_TUPLE) {
-            PyTuple_SET_ITEM(f->y, f->i, v);
-            f->i++;
-        }
-        else if (f->key == NULL) {
-            f->key = v;
-        }
-        else {
-            int r = PyDict_SetItem(f->y, f->key, v);
-            Py_CLEAR(f->key);
+        if (f->op == T_DICT) {
+            int r = fc_dict_put_at(c, f->y, o->ix, o->obj, v) ? 0
+                    : PyDict_SetItem(f->y, o->obj, v);
             Py_DECREF(v);
             if (r < 0) {
                 goto error;
+            }
+            continue;
+        }
+        PyObject **place = (f->op == T_LIST ? ((PyListObject *)f->y)->ob_item
+                            : ((PyTupleObject *)f->y)->ob_item) + o->ix;
+        if (f->own) {
+            Py_SETREF(*place, v);        /* None, the template's */
+        }
+        else {
+            *place = v;
+            if (f->op == T_LIST) {
+                Py_SET_SIZE(f->y, (Py_ssize_t)o->ix + 1);
             }
         }
     }
@@ -418,7 +713,6 @@ fc_tape_replay(FcCtx *c, FcTape *t, PyObject **nodes, FcReplayFrame *stack)
 error:
     while (sp > 0) {
         sp--;
-        Py_XDECREF(stack[sp].key);
         Py_DECREF(stack[sp].y);
     }
     for (Py_ssize_t i = 0; i < t->nslots; i++) {
@@ -426,6 +720,32 @@ error:
     }
     Py_XDECREF(result);
     return NULL;
+}
+
+/* Record x on t.  1 recorded | 0 abandoned | -1+exc */
+static int
+fc_tape_make(FcCtx *c, FcTape *t, PyObject *x)
+{
+#if !FC_PY312_PLUS
+    /* the templates are the recording's only tracked allocations: no
+       collection (and so no finalizer) while borrowed references into the
+       source are held */
+    int gc_was = PyGC_Disable();
+#endif
+    int r = fc_tape_record(c, t, x, 0, 0);
+#if !FC_PY312_PLUS
+    if (gc_was) {
+        PyGC_Enable();
+    }
+#endif
+    if (r == 2) {
+        r = fc_tape_emit(t, T_CONST, 0, 0, Py_NewRef(x)) ? 1 : -1;
+    }
+    if (r > 0 && fc_tape_slots(t) < 0) {
+        return -1;
+    }
+    fc_memo_clear(&t->seen);          /* the replay needs the ops only */
+    return r;
 }
 
 /* [deepcopy(x, share=share) for _ in range(n)].  new ref | NULL+exc */
@@ -452,8 +772,13 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     FcCtx c;
     fc_ctx_init(&c, st);
     c.share = share;
-    c.gc_grace = -1;    /* n replicas: a big copy from the start (memo.c) */
+    /* as in one deepcopy() call (memo.c): the first FC_GC_GRACE containers
+       stay tracked, the replicas' later ones are hidden as they are made
+       (a few small replicas cost no more than the loop's; many are not
+       traversed by every collection their allocations trigger); big ones
+       are hidden at once (fc_tape_hide) */
     FcTape t = {0};
+    t.spare = c.native.spare;     /* NULL on free-threaded builds */
     fc_memo_init(&t.seen);
     PyObject **nodes = NULL;
     FcReplayFrame *stack = NULL;
@@ -461,7 +786,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     int r = 0;
     /* a predicate is user code: n deep copies call it n times, in
        deepcopy's order, and see what it does to the source */
-    if (n > 1 && fc_tape_share_quiet(share)) {
+    if (n > 1 && fc_tape_share_quiet(share) && !st->test.replicate_walk) {
         t.share = share;
         if (share != NULL && PyTuple_Check(share)) {
             t.s_class = PyUnicode_InternFromString("__class__");
@@ -470,24 +795,24 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
             }
             t.obj_class = _PyType_Lookup(&PyBaseObject_Type, t.s_class);
         }
-        r = fc_tape_record(&c, &t, x, 0);
-        if (r < 0 || (r > 0 && fc_tape_slots(&t) < 0)) {
+        r = fc_tape_make(&c, &t, x);
+        if (r < 0) {
             goto error;
         }
-        fc_memo_clear(&t.seen);          /* the replay needs the ops only */
     }
     if (r > 0) {
         nodes = PyMem_Calloc((size_t)t.nslots + 1, sizeof(PyObject *));
-        stack = PyMem_Malloc(sizeof(FcReplayFrame) * (size_t)(FC_TAPE_MAX_DEPTH + 2));
+        stack = PyMem_Malloc(sizeof(FcReplayFrame) * (size_t)(t.maxdepth + 2));
         if (nodes == NULL || stack == NULL) {
             PyErr_NoMemory();
             goto error;
         }
+        st->test.replicate_tapes++;
         /* replicas stay hidden from the cyclic GC until the call ends
            (memo.c): collections our allocations trigger need not traverse
            them again and again; fc_ctx_fini() tracks them again */
         for (; i < n; i++) {
-            PyObject *y = fc_tape_replay(&c, &t, nodes, stack);
+            PyObject *y = fc_tape_replay(&c, &t, nodes, stack, i == n - 1);
             if (y == NULL) {
                 goto error;
             }

@@ -61,10 +61,39 @@ fc_py_code_fingerprint(PyObject *module, PyObject *f)
     return PyLong_FromUnsignedLongLong(fp);
 }
 
+PyDoc_STRVAR(fc_replicate_road_doc,
+"_replicate_road(walk=None)\n--\n\n"
+"Tests only: with walk True, replicate() records no tape and makes its\n"
+"replicas by n deep copies; False: it records one where it can (the\n"
+"default); None: unchanged.  Returns {'walk': the setting before,\n"
+"'tapes': how many replicate() calls made their replicas from a tape}.");
+
+static PyObject *
+fc_py_replicate_road(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    FcState *st = (FcState *)PyModule_GetState(module);
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "_replicate_road() takes at most 1 argument");
+        return NULL;
+    }
+    int before = st->test.replicate_walk;
+    if (nargs == 1 && args[0] != Py_None) {
+        int w = PyObject_IsTrue(args[0]);
+        if (w < 0) {
+            return NULL;
+        }
+        st->test.replicate_walk = w;
+    }
+    return Py_BuildValue("{s:O,s:n}", "walk", before ? Py_True : Py_False,
+                         "tapes", st->test.replicate_tapes);
+}
+
 static PyMethodDef fc_testing_methods[] = {
     {"_code_fingerprint", fc_py_code_fingerprint, METH_O, fc_code_fingerprint_doc},
     {"_defer_stats", fc_py_defer_stats, METH_NOARGS, fc_defer_stats_doc},
     {"_fake_cuda", fc_py_fake_cuda, METH_VARARGS, fc_fake_cuda_doc},
+    {"_replicate_road", (PyCFunction)(void (*)(void))fc_py_replicate_road, METH_FASTCALL,
+     fc_replicate_road_doc},
     {NULL, NULL, 0, NULL},
 };
 

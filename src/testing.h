@@ -3,7 +3,8 @@
  * counters the copy paths bump, the fake-CUDA switch, and the functions
  * that read and set them (_defer_stats, _fake_cuda; _sysinfo's counters).
  * Nothing here changes what a copy returns, except _fake_cuda, which only
- * the fake driver's tests (tests/fakecuda) turn on.
+ * the fake driver's tests (tests/fakecuda) turn on; _replicate_road only
+ * changes how replicate() makes the same replicas.
  */
 #ifndef FASTCOPY_TESTING_H
 #define FASTCOPY_TESTING_H
@@ -25,6 +26,8 @@ typedef struct {
     Py_ssize_t set_ghosts;         /* sets whose reduce list was left a ghost (memo.c) */
     Py_ssize_t slot_ghosts;        /* slot states left a ghost (deepcopy.c, R_SLOTS) */
     Py_ssize_t dict_puts;          /* prefilled values replaced in place (deepcopy.c) */
+    int replicate_walk;            /* replicate() records no tape: n deep copies (select.c) */
+    Py_ssize_t replicate_tapes;    /* replicate() calls whose replicas came from a tape */
 } FcTestState;
 
 /* Defaults, and the test-only functions added to the module.  0 | -1+exc */

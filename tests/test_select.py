@@ -306,3 +306,135 @@ def test_replicate_recursive_tuple():
     for y in reps:
         assert y[0][0] is y and type(y) is tuple
         assert pickle.dumps(y) == pickle.dumps(ref)
+
+
+# ---------------------------------------------------------------------------
+# replicate(x, n): the tape's road and the walk's road give the same replicas
+# ---------------------------------------------------------------------------
+
+from fastcopy import _fastcopy  # noqa: E402
+from shape import shape  # noqa: E402
+
+
+def _sparse_dict():
+    d = {"k%d" % i: [i] for i in range(30)}
+    for i in range(25):                      # x.copy() rebuilds such a table
+        del d["k%d" % i]
+    return d
+
+
+def _replicate_shapes():
+    sh = [1, 2, 3]
+    shd = {"k": [4, 5]}
+    holder = Plain()                         # its __dict__ is a split table
+    holder.a, holder.b = [1], {"c": 2}
+    w = Weights(3)
+    return {
+        "config200": {"key%d" % i: {"a": i, "b": float(i), "c": "v%d" % i} for i in range(200)},
+        "flat_list": [v for i in range(300) for v in (i, i * 0.5, "s%d" % i)],
+        "json": {"users": [{"id": i, "name": "u%d" % i, "tags": ["a", "b"],
+                            "meta": {"x": i, "y": [1, 2]}} for i in range(20)], "v": 3},
+        "tuples": [(i, "s%d" % i, float(i)) for i in range(100)],
+        "tuples_mut": [(i, [i]) for i in range(100)],
+        "shared": {"a": [sh, sh, shd], "b": {"x": sh, "y": shd, "z": [shd, (sh, 1)]},
+                   "c": [{"p": sh, "q": i} for i in range(20)]},
+        "nested_atomic_tuples": [((1, 2), (3, (4, 5))), ((1, 2),)],
+        "empties": [[], {}, (), [[]], {"e": {}}, ((),)],
+        "keys": {1: [1], 2.5: [2], None: [3], b"b": [4], True: [6], 3j: [7]},
+        "sparse_dict": {"s": _sparse_dict(), "t": _sparse_dict()},
+        "split_dict": [holder.__dict__, holder.__dict__],
+        "share_const": [w, (w, 1), {"w": w, "t": (w,)}, [w]],
+        "cycles": None,
+        "top_atomic": 42,
+        "top_tuple_of_lists": ([1], [2], [1, [3]]),
+    }
+
+
+def _cycles():
+    a = [1]
+    d = {"self": None, "a": a}
+    d["self"] = d
+    a.append(d)
+    lst = [a, d, (a, d)]
+    lst.append(lst)
+    return lst
+
+
+def _walk_road(walk):
+    return _fastcopy._replicate_road(walk)["walk"]
+
+
+def _tapes():
+    return _fastcopy._replicate_road()["tapes"]
+
+
+def _all_nodes(root):
+    seen, stack, out = set(), [root], []
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or not isinstance(o, (list, tuple, dict)):
+            continue
+        seen.add(id(o))
+        out.append(o)
+        stack.extend(o.values() if isinstance(o, dict) else o)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_replicate_shapes()))
+@pytest.mark.parametrize("n", [1, 2, 3, 10])
+def test_replicate_roads_match_n_deepcopies(name, n):
+    import gc
+    src = _cycles() if name == "cycles" else _replicate_shapes()[name]
+    share = Weights if name == "share_const" else None
+    before = pickle.dumps(src)
+    ref = [copy.deepcopy(src, {}) if share is None else fastcopy.deepcopy(src, share=share)
+           for _ in range(n)]
+    tapes = _tapes()
+    reps = fastcopy.replicate(src, n, share=share)
+    taped = _tapes() - tapes
+    old = _walk_road(True)
+    try:
+        walked = fastcopy.replicate(src, n, share=share)
+    finally:
+        _walk_road(old)
+    assert taped == (1 if n > 1 else 0)                  # every shape here is tape-able
+    # types, values, sharing within a replica, with the source and across replicas
+    assert shape(reps, src) == shape(ref, src)
+    assert shape(walked, src) == shape(ref, src)
+    assert pickle.dumps(src) == before                  # the source is untouched
+    assert len({id(r) for r in reps}) == n or name == "top_atomic"
+    for r in reps:
+        for node in _all_nodes(r):
+            # the collector sees every replica container that can hold a cycle
+            if isinstance(node, list) or (
+                    isinstance(node, dict)
+                    and any(gc.is_tracked(v) for v in node.values())):
+                assert gc.is_tracked(node), (name, node)
+    # independent: changing every container of one replica leaves the others
+    if n > 1:
+        for node in _all_nodes(reps[0]):
+            if isinstance(node, list):
+                node.append("x")
+            elif isinstance(node, dict):
+                node["x"] = "x"
+        assert shape(reps[1:], src) == shape(ref[1:], src)
+
+
+def test_replicate_tape_keeps_every_replica_alive_through_collections():
+    import gc
+    x = {"k%d" % i: [[i], {"v": (i, [i])}] for i in range(300)}
+    x["loop"] = x
+    reps = fastcopy.replicate(x, 5)
+    gc.collect()
+    for r in reps:
+        assert r["loop"] is r and r["k7"] == [[7], {"v": (7, [7])}]
+    del reps
+    gc.collect()
+
+
+def test_replicate_walk_road_for_untapeable_sources():
+    x = [{"a": [1]}, Plain(v=[2])]           # an instance ends the recording
+    tapes = _tapes()
+    reps = fastcopy.replicate(x, 3)
+    assert _tapes() == tapes
+    assert shape(reps, x) == shape([copy.deepcopy(x) for _ in range(3)], x)
