@@ -380,6 +380,7 @@ def _all_nodes(root):
     return out
 
 
+@pytest.mark.thread_unsafe(reason="the tape counter and the walk switch are process-wide")
 @pytest.mark.parametrize("name", sorted(_replicate_shapes()))
 @pytest.mark.parametrize("n", [1, 2, 3, 10])
 def test_replicate_roads_match_n_deepcopies(name, n):
