@@ -269,6 +269,36 @@ fc_push(FcCtx *c, int kind, PyObject *x, PyObject *y)
 /* Frames                                                              */
 /* ------------------------------------------------------------------ */
 
+#if FC_FT
+/* y.append(item), taking over the caller's reference to item (also on
+   failure), as the interpreter's own _PyList_AppendTakeRef does: a slot
+   the list has room for is filled in place, else PyList_Append.  No user
+   code.  0 | -1+exc */
+FC_INLINE int
+fc_list_append_take(PyObject *y, PyObject *item)
+{
+    PyListObject *l = (PyListObject *)y;
+    int done = 0;
+    /* under y's lock, as PyList_Append: a thread that was handed y (a
+       hook's memo) may be changing it; uncontended, it costs a write to
+       y's own line, not item's */
+    Py_BEGIN_CRITICAL_SECTION(y);
+    Py_ssize_t n = Py_SIZE(l);
+    if (n < l->allocated) {
+        _Py_atomic_store_ptr_release(&l->ob_item[n], item);
+        Py_SET_SIZE(l, n + 1);
+        done = 1;
+    }
+    Py_END_CRITICAL_SECTION();
+    if (done) {
+        return 0;
+    }
+    int r = PyList_Append(y, item);
+    Py_DECREF(item);
+    return r;
+}
+#endif
+
 /* _deepcopy_list: y = []; memo[id(x)] = y; for a in x: y.append(deepcopy(a)) */
 FC_INLINE int
 fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
@@ -294,6 +324,19 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         if (item == NULL) {
             break;
         }
+#if FC_FT
+        if (native && fc_deep_atomic(c, item)) {
+            /* deepcopy(item) is item: the reference taken under x's lock
+               becomes y's, with no pin -- one count on item's line where
+               pin, unpin and append made three ("Shared atoms" in
+               docs/free-threading.md) */
+            f->u.list.i++;
+            if (fc_list_append_take(y, item) < 0) {
+                return -1;
+            }
+            continue;
+        }
+#endif
         FC_FT_PIN2(c, item, NULL);
         f->u.list.i++;
         if (native) {
@@ -739,8 +782,14 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 continue;
             }
             if (step) {
-                Py_INCREF(k);
-                Py_INCREF(v);
+                /* one of them already pinned (a run of one value, say)
+                   needs no second reference: FC_FT_REPIN2 */
+                if (k != c->pin[0]) {
+                    Py_INCREF(k);
+                }
+                if (v != c->pin[1]) {
+                    Py_INCREF(v);
+                }
             }
             break;
         }
@@ -761,7 +810,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         if (!step) {
             break;
         }
-        FC_FT_PIN2(c, k, v);
+        FC_FT_REPIN2(c, k, v);
 #else
         if (PyDict_GET_SIZE(x) != f->u.dict.used) {
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
@@ -802,14 +851,27 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get_own(&c->native, k, own);
                 if (ck != NULL) {
                     if (!(f->prefill && cv == v)) {
-                        Py_INCREF(ck);
-                        Py_INCREF(cv);
+                        /* a key's __hash__/__eq__ may drop x's references:
+                           hold ours (free-threaded builds pinned k and v,
+                           so only a memo's copy needs one -- a shared
+                           atom's line is not written twice more) */
+                        int hold_k = !FC_FT || ck != k, hold_v = !FC_FT || cv != v;
+                        if (hold_k) {
+                            Py_INCREF(ck);
+                        }
+                        if (hold_v) {
+                            Py_INCREF(cv);
+                        }
                         int r = fc_key_quiet(ck) ? 0 : fc_before_user_code(c, 0);
                         if (r == 0) {
                             r = fc_dict_store(c, f, ck, cv);
                         }
-                        Py_DECREF(ck);
-                        Py_DECREF(cv);
+                        if (hold_k) {
+                            Py_DECREF(ck);
+                        }
+                        if (hold_v) {
+                            Py_DECREF(cv);
+                        }
                         if (r < 0) {
                             return -1;
                         }
@@ -2648,10 +2710,26 @@ fc_enter_list(FcCtx *c, PyObject *x)
     if (c->mode == FC_MEMO_NATIVE) {
         for (; i < n; i++) {
             PyObject *item = PyList_GET_ITEM(x, i);
+#if FC_FT
+            /* a run of one object, counted in one write to its line
+               (docs/free-threading.md, "Shared atoms") */
+            Py_ssize_t k = 1;
+            while (i + k < n && PyList_GET_ITEM(x, i + k) == item) {
+                k++;
+            }
+#endif
             if (!fc_deep_atomic(c, item)) {
                 break;
             }
+#if FC_FT
+            fc_ft_incref_n(item, k);
+            for (Py_ssize_t j = 0; j < k; j++) {
+                PyList_SET_ITEM(y, i + j, item);
+            }
+            i += k - 1;
+#else
             PyList_SET_ITEM(y, i, Py_NewRef(item));
+#endif
         }
     }
     FC_CS_END();

@@ -640,10 +640,45 @@ typedef struct FcCtx {
         Py_XDECREF(fc_old0_);                                           \
         Py_XDECREF(fc_old1_);                                           \
     } while (0)
+/* FC_FT_REPIN2: FC_FT_PIN2 where a (or b) may be the object pin[0] (pin[1])
+   holds already, for which the caller took no new reference: that pin is
+   kept as it is.  A run of one object read from a container costs no
+   count on its line (docs/free-threading.md, "Shared atoms"). */
+#  define FC_FT_REPIN2(c, a, b) do {                                    \
+        PyObject *fc_old0_ = (c)->pin[0] != (a) ? (c)->pin[0] : NULL;   \
+        PyObject *fc_old1_ = (c)->pin[1] != (b) ? (c)->pin[1] : NULL;   \
+        (c)->pin[0] = (a);                                              \
+        (c)->pin[1] = (b);                                              \
+        Py_XDECREF(fc_old0_);                                           \
+        Py_XDECREF(fc_old1_);                                           \
+    } while (0)
+/* Py_INCREF(o) n times (n >= 1) in one count: on 3.13t, what its Py_INCREF
+   does with n for 1 -- a thread that does not own o adds to the shared
+   count once, instead of n writes to a line other threads want (a run of
+   one object in a list: docs/free-threading.md, "Shared atoms").  Other
+   versions (and debug or statistics builds) count one at a time. */
+FC_INLINE void
+fc_ft_incref_n(PyObject *o, Py_ssize_t n)
+{
+#  if PY_VERSION_HEX < 0x030E0000 && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+    uint32_t local = _Py_atomic_load_uint32_relaxed(&o->ob_ref_local);
+    if (local == UINT32_MAX) {
+        return;     /* immortal */
+    }
+    if (!_Py_IsOwnedByCurrentThread(o)) {
+        _Py_atomic_add_ssize(&o->ob_ref_shared, n << _Py_REF_SHARED_SHIFT);
+        return;
+    }
+#  endif
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(o);
+    }
+}
 #else
 #  define FC_FT_INCREF(o) ((void)0)
 #  define FC_FT_DECREF(o) ((void)0)
 #  define FC_FT_PIN2(c, a, b) ((void)0)
+#  define FC_FT_REPIN2(c, a, b) ((void)0)
 #endif
 
 /* "A frame was pushed, no result yet": a pointer that is never an

@@ -173,7 +173,13 @@ fc_set_slots(FcState *st, PyObject *y, PyObject *slotstate)
    y is FC_STATE_FRESH: it has no attributes, so no store replaces a value;
    should one run a finalizer all the same, the items are held, and a state
    that changes fails as dict.update() fails.  On free-threaded builds the
-   state's lock is held throughout, as dict.update() holds it.
+   state's lock is held throughout, as dict.update() holds it, and the
+   items are not held: the state is the walker's own, locked against other
+   threads, and nothing on this one can run -- no value is replaced, and
+   3.13 collects only at the evaluation loop's breaker, not inside an
+   allocation -- while two more counts of a value that many records share
+   would be two more writes to a line both cores want (docs/free-threading.md,
+   "Shared atoms").
    1 done | 0 take the dict road | -1+exc */
 static int
 fc_store_inline_attrs(PyObject *y, PyObject *state)
@@ -197,8 +203,10 @@ fc_store_inline_attrs(PyObject *y, PyObject *state)
     }
     pos = 0;
     while (r > 0 && PyDict_Next(state, &pos, &k, &v)) {
+#if !FC_FT
         Py_INCREF(k);
         Py_INCREF(v);
+#endif
         if (PyObject_GenericSetAttr(y, k, v) < 0) {
             r = -1;
         }
@@ -206,8 +214,10 @@ fc_store_inline_attrs(PyObject *y, PyObject *state)
             PyErr_SetString(PyExc_RuntimeError, "dict mutated during update");
             r = -1;
         }
+#if !FC_FT
         Py_DECREF(k);
         Py_DECREF(v);
+#endif
     }
     FC_CS_END();
     return r;

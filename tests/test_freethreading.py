@@ -457,6 +457,79 @@ class SettingsWhileCopying(unittest.TestCase):
         self.assertIsNot(type(fastcopy.deepcopy(Special())), str)
 
 
+class SharedAtoms(unittest.TestCase):
+    """Records that share one non-immortal atom (docs/free-threading.md, "Shared atoms"): a
+    run of the same object in a list or among a dict's values is counted with fewer writes to
+    its line (the reference read under the source's lock handed to the copy, a pin kept for
+    the next entry) -- every count must still balance, and a source rewritten meanwhile must
+    never leave the copy holding an object it has no reference to."""
+
+    def test_counts_balance(self):
+        a = float(len(POOL)) + 0.5          # made here: not immortal, owned by this thread
+        b = [a]
+
+        def make():
+            return [[a] * 40 + [1, a, "s", a, b, a],
+                    {i: a for i in range(30)},
+                    {"k%d" % i: (a if i % 3 else b) for i in range(20)},
+                    Item(a), (a, a, [a, a])]
+        before = sys.getrefcount(a)
+        srcs = [make() for _ in range(4)]
+        held = sys.getrefcount(a)
+        refs = [copy.deepcopy(s) for s in srcs]
+        keep = []
+
+        def copier_for(i):
+            def copier():
+                y = fastcopy.deepcopy(srcs[i])
+                self.assertEqual(y, refs[i])
+                self.assertIs(y[0][0], a)
+                self.assertIs(y[1][29], a)
+                if len(keep) < 200:
+                    keep.append(y)
+            return copier
+        errors = _run([copier_for(i) for i in range(4)], [])
+        self.assertEqual(errors, [])
+        del keep[:]
+        del refs[:]
+        self.assertEqual(sys.getrefcount(a), held)
+        del srcs[:]
+        self.assertEqual(sys.getrefcount(a), before)
+
+    def test_runs_rewritten_while_copied(self):
+        # the values a copy is reading are replaced by fresh objects, so one that lost its last
+        # reference in the source lives on only through what the copier holds
+        src_list = [float(i) + 0.5 for i in range(8)] * 6
+        src_dict = {i: src_list[0] for i in range(48)}
+
+        def check(y):
+            for v in (y if isinstance(y, list) else y.values()):
+                self.assertIs(type(v), float)
+                self.assertGreater(v, 0.0)
+
+        def copier_list():
+            check(fastcopy.deepcopy(src_list))
+
+        def copier_dict():
+            try:
+                check(fastcopy.deepcopy(src_dict))
+            except RuntimeError as e:
+                if str(e) not in DICT_ERRORS:
+                    raise
+
+        def mutate(i, stop):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                v = float(n % 97) + 0.5          # a new object each time
+                for j in range(n % 5, len(src_list), 5):
+                    src_list[j] = v
+                for j in range(n % 7, 48, 7):
+                    src_dict[j] = v
+        errors = _run([copier_list, copier_dict, copier_list], [mutate])
+        self.assertEqual(errors, [])
+
+
 class OwnStructuresInParallel(unittest.TestCase):
     """What the scaling benchmark does (benchmarks/bench_threads.py): every thread copies its
     own structure; each result must equal the stdlib's copy."""
