@@ -23,10 +23,10 @@ import importlib.util
 import os
 import statistics
 import sys
-import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_threads import run_loop  # noqa: E402
 
 SHARED = float(os.getpid()) + 0.5
 
@@ -51,35 +51,13 @@ SHAPES = {"dict": rec_dict, "list": rec_list, "object": Rec}
 
 
 def run(shape, fn, nthreads, seconds, shared, n=200):
-    """(copies per second of all threads, CPU seconds they used)."""
-    barrier = threading.Barrier(nthreads + 1)
-    counts = [0] * nthreads
-    cpu = [0.0] * nthreads
-    stop = threading.Event()
-
-    def worker(t):
+    """(copies per second of all threads, CPU seconds they used): bench_threads' loop, each
+    thread copying its own list of n records."""
+    def make(t):
         a = SHARED if shared else float(t * 1000 + os.getpid()) + 0.25
-        data = [SHAPES[shape](i, a) for i in range(n)]
-        fn(data)
-        barrier.wait()
-        c0 = time.thread_time()
-        k = 0
-        while not stop.is_set():
-            fn(data)
-            k += 1
-        cpu[t] = time.thread_time() - c0
-        counts[t] = k
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(nthreads)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    time.sleep(seconds)
-    stop.set()
-    for t in threads:
-        t.join()
-    return sum(counts) / (time.perf_counter() - t0), sum(cpu)
+        return [[SHAPES[shape](i, a) for i in range(n)]]
+    rate, cpu, _wall = run_loop(make, nthreads, seconds, fn)
+    return rate, cpu
 
 
 def load(so):

@@ -34,15 +34,17 @@ def _build(w, size):
     return payload if each else [payload]
 
 
-def run_threads(w, size, nthreads, seconds, fn):
-    """(copies per second in all, CPU seconds of all threads, wall seconds)."""
+def run_loop(make_items, nthreads, seconds, fn):
+    """Each of nthreads threads builds its own items (make_items(i)), copies them once to warm
+    up, then with fn in a loop for `seconds`, all at once.  (copies per second in all, CPU
+    seconds of all threads, wall seconds)."""
     barrier = threading.Barrier(nthreads + 1)
     counts = [0] * nthreads
     cpu = [0.0] * nthreads
     stop = threading.Event()
 
     def worker(i):
-        items = _build(w, size)
+        items = make_items(i)
         for x in items:            # warm up: plans, the memo's spare tables
             fn(x)
         barrier.wait()
@@ -66,6 +68,11 @@ def run_threads(w, size, nthreads, seconds, fn):
         t.join()
     wall = time.perf_counter() - t0
     return sum(counts) / wall, sum(cpu), wall
+
+
+def run_threads(w, size, nthreads, seconds, fn):
+    """run_loop for a workload of fastcopy._bench: every thread its own payload."""
+    return run_loop(lambda i: _build(w, size), nthreads, seconds, fn)
 
 
 def single_ratio(w, size, seconds):

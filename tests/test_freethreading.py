@@ -530,6 +530,66 @@ class SharedAtoms(unittest.TestCase):
         self.assertEqual(errors, [])
 
 
+class SharedAtomsUserCode(unittest.TestCase):
+    """The pins that stand in for a second count of a repeated value (FC_FT_REPIN2) must keep it
+    alive while a key's __hash__/__eq__ -- user code in the middle of the copy -- rewrites the
+    source so that nothing else holds the value; each case in a child process, against the
+    stdlib on the same data, on every build."""
+
+    CODE = r"""
+import copy, sys, fastcopy
+
+SRC = {}      # the dict being copied: a global, so that the keys' copies reach it too
+
+class Key:
+    armed = False
+    def __init__(self, name):
+        self.name = name
+    def __hash__(self):
+        if Key.armed and self.name == "k3":
+            Key.armed = False
+            # the repeated value's last references go: every entry gets a fresh one
+            for k in list(SRC):
+                SRC[k] = float(len(SRC)) + 0.25 + (k.name == "k9")
+        return hash(self.name)
+    def __eq__(self, other):
+        return isinstance(other, Key) and other.name == self.name
+    def __repr__(self):
+        return self.name
+
+def make():
+    shared = float(7) + 0.5                  # one object, only the dict holds it
+    SRC.clear()
+    for i in range(12):
+        k = Key("k%d" % i)
+        SRC[k] = shared if k.name != "k5" else [shared]
+    return SRC
+
+def flat(d):
+    return sorted((k.name, repr(v)) for k, v in d.items())
+
+for fn in (copy.deepcopy, fastcopy.deepcopy):
+    src = make()
+    Key.armed = True
+    y = fn(src)
+    assert not Key.armed and src[Key("k0")] != 7.5      # the rewrite happened mid-copy
+    print(fn.__module__, flat(y))
+    vals = [v for v in y.values() if isinstance(v, float)]
+    assert all(type(v) is float and v > 0 for v in vals), vals
+print("ok")
+"""
+
+    def test_key_hash_frees_the_repeated_value(self):
+        from shape import run_python
+        r = run_python(self.CODE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[-1], "ok")
+        std = [ln.split(" ", 1)[1] for ln in lines if ln.startswith("copy ")]
+        fc = [ln.split(" ", 1)[1] for ln in lines if ln.startswith("fastcopy")]
+        self.assertEqual(fc, std)
+
+
 class OwnStructuresInParallel(unittest.TestCase):
     """What the scaling benchmark does (benchmarks/bench_threads.py): every thread copies its
     own structure; each result must equal the stdlib's copy."""
