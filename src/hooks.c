@@ -936,6 +936,42 @@ static const FcKnownCode fc_pd_known[] = {
 
 static const char *const fc_pd_bnames[3] = {"hasattr", "type", "id"};
 
+/* deepcopy, copy and _object_setattr in a pydantic module's globals g: the
+   ones BaseModel's capture found (pd_g).  1 | 0 */
+static int
+fc_pd_copy_names_ok(FcHooksState *h, PyObject *g)
+{
+    return fc_dget(g, "deepcopy") == h->pd_g[0] && fc_dget(g, "copy") == h->pd_g[1]
+           && fc_dget(g, "_object_setattr") == h->pd_g[2];
+}
+
+/* clsname.__deepcopy__ in a pydantic module's globals g, if it is the
+   function both of pydantic's hooks are: g's own, with real builtins, no
+   closure nor keyword defaults, the one default None, and a code from
+   `known`.  borrowed | NULL (an error may be set) */
+static PyFunctionObject *
+fc_pd_hook_fn(FcState *st, PyObject *g, const char *clsname, const FcKnownCode *known,
+              size_t nknown)
+{
+    PyObject *cls = PyDict_CheckExact(g) ? fc_dget(g, clsname) : NULL;
+    if (cls == NULL || !PyType_Check(cls)) {
+        return NULL;
+    }
+    PyObject *f = _PyType_Lookup((PyTypeObject *)cls, st->s_deepcopy);
+    if (f == NULL || !PyFunction_Check(f)) {
+        return NULL;
+    }
+    PyFunctionObject *fn = (PyFunctionObject *)f;
+    PyObject *b = fn->func_builtins, *defs = fn->func_defaults;
+    if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
+        || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
+        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None
+        || !fc_code_known(fn->func_code, known, nknown, 0)) {
+        return NULL;
+    }
+    return fn;
+}
+
 /* pydantic.main's globals and builtins the hook reads still do what the
    native road does: deepcopy and copy are the copy module's own functions
    (as fastcopy found them at import), running the stdlib's code or
@@ -961,9 +997,7 @@ fc_pd_names_ok(FcState *st)
         return 1;
     }
 #endif
-    if (fc_dget(g, "deepcopy") != h->pd_g[0] || fc_dget(g, "copy") != h->pd_g[1]
-        || fc_dget(g, "_object_setattr") != h->pd_g[2]
-        || fc_dget(g, "PydanticUndefined") != h->pd_g[3]
+    if (!fc_pd_copy_names_ok(h, g) || fc_dget(g, "PydanticUndefined") != h->pd_g[3]
         || !fc_builtins_ok(g, b, fc_pd_bnames, 3)) {
         PyErr_Clear();
         return 0;
@@ -999,22 +1033,14 @@ fc_pd_capture(FcState *st)
         return 0;               /* fastcopy's package still importing */
     }
     h->pd_checked = -1;
-    PyObject *bm = fc_dget(g, "BaseModel"), *und = fc_dget(g, "PydanticUndefined");
-    if (bm == NULL || !PyType_Check(bm) || und == NULL || !PyDict_CheckExact(g)) {
+    PyObject *und = fc_dget(g, "PydanticUndefined");
+    PyFunctionObject *fn = und == NULL ? NULL
+        : fc_pd_hook_fn(st, g, "BaseModel", fc_pd_known, FC_NKNOWN(fc_pd_known));
+    if (fn == NULL) {
+        PyErr_Clear();
         return 0;
     }
-    PyObject *f = _PyType_Lookup((PyTypeObject *)bm, st->s_deepcopy);
-    if (f == NULL || !PyFunction_Check(f)) {
-        return 0;
-    }
-    PyFunctionObject *fn = (PyFunctionObject *)f;
-    PyObject *b = fn->func_builtins, *defs = fn->func_defaults;
-    if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
-        || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
-        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None
-        || !fc_code_known(fn->func_code, fc_pd_known, FC_NKNOWN(fc_pd_known), 0)) {
-        return 0;
-    }
+    PyObject *f = (PyObject *)fn, *b = fn->func_builtins;
     PyObject *s_setattr = PyUnicode_InternFromString("__setattr__");
     PyObject *real = s_setattr != NULL ? _PyType_Lookup(&PyBaseObject_Type, s_setattr) : NULL;
     Py_XDECREF(s_setattr);
@@ -1091,9 +1117,7 @@ fc_pr_names_ok(FcState *st)
         return 1;
     }
 #endif
-    if (fc_dget(g, "deepcopy") != h->pd_g[0] || fc_dget(g, "copy") != h->pd_g[1]
-        || fc_dget(g, "_object_setattr") != h->pd_g[2]
-        || !fc_builtins_ok(g, b, fc_pr_bnames, 2)) {
+    if (!fc_pd_copy_names_ok(h, g) || !fc_builtins_ok(g, b, fc_pr_bnames, 2)) {
         PyErr_Clear();
         return 0;
     }
@@ -1121,23 +1145,12 @@ fc_pr_capture(FcState *st)
     }
     h->pr_checked = -1;
     PyObject *g = PyModule_GetDict(mod);
-    PyObject *rm = fc_dget(g, "RootModel");
-    if (rm == NULL || !PyType_Check(rm) || !PyDict_CheckExact(g)) {
+    PyFunctionObject *fn = fc_pd_hook_fn(st, g, "RootModel", fc_pr_known, FC_NKNOWN(fc_pr_known));
+    if (fn == NULL || (PyObject *)fn == h->pd_deepcopy) {
         PyErr_Clear();
         return 0;
     }
-    PyObject *f = _PyType_Lookup((PyTypeObject *)rm, st->s_deepcopy);
-    if (f == NULL || !PyFunction_Check(f) || f == h->pd_deepcopy) {
-        return 0;
-    }
-    PyFunctionObject *fn = (PyFunctionObject *)f;
-    PyObject *b = fn->func_builtins, *defs = fn->func_defaults;
-    if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
-        || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
-        || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None
-        || !fc_code_known(fn->func_code, fc_pr_known, FC_NKNOWN(fc_pr_known), 0)) {
-        return 0;
-    }
+    PyObject *f = (PyObject *)fn, *b = fn->func_builtins;
     h->pr_deepcopy = Py_NewRef(f);
     h->pr_code = Py_NewRef(fn->func_code);
     h->pr_globals = Py_NewRef(g);
