@@ -446,6 +446,21 @@ fc_memo_grow(FcMemo *m)
 
 static int fc_memo_replace(FcMemo *m, Py_ssize_t pos, PyObject *value);
 
+/* key -> value (a new reference) as the last entry, not indexed; the
+   pending miss is forgotten.  its position | -1+exc */
+static Py_ssize_t
+fc_memo_append(FcMemo *m, PyObject *key, PyObject *value)
+{
+    if (m->n == m->cap && fc_memo_grow(m) < 0) {
+        return -1;
+    }
+    m->miss = NULL;
+    Py_ssize_t pos = m->n++;
+    m->entries[pos].key = key;
+    m->entries[pos].value = Py_NewRef(value);
+    return pos;
+}
+
 /* fc_memo_set, every case.  0 | -1+exc */
 static int
 fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
@@ -454,14 +469,7 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
     if (m->miss == key && m->miss_slot == FC_MEMO_PENDING && m->mask != 0) {
         /* a proven miss: appended, not indexed (the index grows when it is
            caught up) */
-        if (m->n == m->cap && fc_memo_grow(m) < 0) {
-            return -1;
-        }
-        m->miss = NULL;
-        Py_ssize_t pos = m->n++;
-        m->entries[pos].key = key;
-        m->entries[pos].value = Py_NewRef(value);
-        return 0;
+        return fc_memo_append(m, key, value) < 0 ? -1 : 0;
     }
     if (m->mask != 0 && m->nidx != m->n && fc_memo_catch_up(m) < 0) {
         return -1;
@@ -490,13 +498,10 @@ fc_memo_set_slow(FcMemo *m, PyObject *key, PyObject *value)
             j = (j + 1) & mask;
         }
     }
-    if (m->n == m->cap && fc_memo_grow(m) < 0) {
+    Py_ssize_t pos = fc_memo_append(m, key, value);
+    if (pos < 0) {
         return -1;
     }
-    m->miss = NULL;
-    Py_ssize_t pos = m->n++;
-    m->entries[pos].key = key;
-    m->entries[pos].value = Py_NewRef(value);
     m->nidx = m->n;
     if (m->mask != 0 && m->n * 2 <= m->mask) {
         m->index[j] = (int32_t)(pos + 1);   /* the free slot found above */
