@@ -123,6 +123,15 @@ fc_before_user_code(FcCtx *c, int show)
     return show ? fc_memo_show(c) : 0;
 }
 
+/* A dict key whose __hash__/__eq__ may be user code is about to be
+   stored: no tape holds it either (FcCtx.off_tape).  0 | -1+exc */
+static int
+fc_before_loud_key(FcCtx *c)
+{
+    c->off_tape = 1;
+    return fc_before_user_code(c, 0);
+}
+
 /* User code just returned (a hook, a reductor, __setstate__, an
    iterator's __next__, a __setitem__).  The stdlib's next lookup in
    copy._deepcopy_dispatch or copyreg.dispatch_table sees whatever it
@@ -728,7 +737,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             res = k;                       /* deepcopy(k) is k: no round trip */
         }
         /* D_KEY: res is the copied key; its __hash__ may be user code */
-        int r = fc_key_quiet(res) ? 0 : fc_before_user_code(c, 0);
+        int r = fc_key_quiet(res) ? 0 : fc_before_loud_key(c);
         if (r == 0) {
             r = fc_dict_store(c, f, res, f->u.dict.val);
         }
@@ -830,6 +839,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                hash is not the interpreter's own.  Demoting allocates (a
                collection's finalizers may change x), so this entry goes
                the ordinary way, on references of its own. */
+            c->off_tape = 1;
             Py_INCREF(k);
             Py_INCREF(v);
             if (fc_dict_demote(f) < 0) {
@@ -862,7 +872,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                         if (hold_v) {
                             Py_INCREF(cv);
                         }
-                        int r = fc_key_quiet(ck) ? 0 : fc_before_user_code(c, 0);
+                        int r = fc_key_quiet(ck) ? 0 : fc_before_loud_key(c);
                         if (r == 0) {
                             r = fc_dict_store(c, f, ck, cv);
                         }
@@ -954,6 +964,9 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     int r = fc_memo_getitem(c, x, &hit);
     if (r < 0) {
         return -1;
+    }
+    if (r) {
+        c->off_tape = 1;    /* recursive: memoized by a copy of its items */
     }
     PyObject *y = r ? hit : Py_NewRef(f->y != NULL ? f->y : x);
     if ((y == f->y && fc_untrack(c, y) < 0) || fc_memo_finish(c, x, y) < 0) {
@@ -2939,6 +2952,9 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
             }
         }
     }
+    if (!(bit & FC_TAPE_KINDS)) {
+        c->off_tape = 1;
+    }
     if (bit) {
         switch (k) {
         case FK_LIST:
@@ -3113,6 +3129,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->ambient = 0;
     c->gc_grace = FC_GC_GRACE;
+    c->off_tape = 0;
 #if FC_FT
     c->pin[0] = c->pin[1] = NULL;
 #endif
@@ -3147,8 +3164,11 @@ fc_ctx_fini(FcCtx *c)
    off (then every use of it folds away).  new ref | NULL+exc */
 static PyObject *
 fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share,
-                FcProfCall *pc)
+                FcProfCall *pc, int *tape)
 {
+    if (tape != NULL) {
+        *tape = 0;
+    }
     if (fc_sync(st) < 0) {
         return NULL;
     }
@@ -3200,6 +3220,9 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
         /* the hottest case: an atomic with a fresh memo */
         int k = fc_kind(Py_TYPE(x));
         if (FK_BIT(k) & FC_DEEP_ATOMIC & st->deep_ok) {
+            if (tape != NULL) {
+                *tape = 1;
+            }
             return Py_NewRef(x);
         }
     }
@@ -3224,6 +3247,11 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
     if (fc_memo_return(&c) < 0) {
         Py_CLEAR(y);
     }
+    if (tape != NULL) {
+        /* no deeper than a tape goes (its frames never outgrew that) */
+        *tape = !c.off_tape && c.mode == FC_MEMO_NATIVE && c.shows == 0
+                && c.capframes <= FC_TAPE_MAX_DEPTH;
+    }
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
     return y;
@@ -3232,10 +3260,10 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
 /* deepcopy() while profiling is on (profile.c).  new ref | NULL+exc */
 FC_NOINLINE PyObject *
 fc_deepcopy_profiled(FcState *st, PyObject *x, PyObject *memo, PyObject *nil,
-                     PyObject *share)
+                     PyObject *share, int *tape)
 {
     int top = fc_prof_begin();
-    PyObject *y = fc_deepcopy_run(st, x, memo, nil, share, &fc_prof_tls);
+    PyObject *y = fc_deepcopy_run(st, x, memo, nil, share, &fc_prof_tls, tape);
     return fc_prof_end(st, top, FC_PROF_DEEPCOPY, NULL, y);
 }
 
@@ -3243,7 +3271,16 @@ FC_INTERNAL PyObject *
 fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share)
 {
     if (FC_UNLIKELY(st->prof)) {
-        return fc_deepcopy_profiled(st, x, memo, nil, share);
+        return fc_deepcopy_profiled(st, x, memo, nil, share, NULL);
     }
-    return fc_deepcopy_run(st, x, memo, nil, share, NULL);
+    return fc_deepcopy_run(st, x, memo, nil, share, NULL, NULL);
+}
+
+FC_INTERNAL PyObject *
+fc_deepcopy_tape(FcState *st, PyObject *x, PyObject *share, int *tape)
+{
+    if (FC_UNLIKELY(st->prof)) {
+        return fc_deepcopy_profiled(st, x, NULL, NULL, share, tape);
+    }
+    return fc_deepcopy_run(st, x, NULL, NULL, share, NULL, tape);
 }

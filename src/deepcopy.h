@@ -14,6 +14,12 @@
    new ref | NULL+exc */
 FC_INTERNAL PyObject *fc_deepcopy(FcState *st, PyObject *x, PyObject *memo,
                                   PyObject *nil, PyObject *share);
+/* deepcopy(x, share=share), and in *tape whether its walk stayed on the
+   roads a replicate() tape holds (FcCtx.off_tape never set, the memo
+   never shown, no deeper than FC_TAPE_MAX_DEPTH): then recording x now
+   cannot be abandoned, unless what it reads changed since (0 on error).
+   new ref | NULL+exc */
+FC_INTERNAL PyObject *fc_deepcopy_tape(FcState *st, PyObject *x, PyObject *share, int *tape);
 /* A call's context: init (no allocation, no user code) and fini (releases
    everything, runs the end-of-call steps: finalizers may run). */
 FC_INTERNAL_INLINE void fc_ctx_init(FcCtx *c, FcState *st);

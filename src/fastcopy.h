@@ -379,6 +379,12 @@ fc_kind(PyTypeObject *tp)
                        | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) \
                        | FK_BIT(FK_COMPLEX) | FK_BIT(FK_TYPE) | FK_BIT(FK_FUNCTION))
 
+/* The containers a replicate() tape holds (select.c): the walk met only
+   these, atomic objects and share= matches, or it sets FcCtx.off_tape */
+#define FC_TAPE_KINDS (FK_BIT(FK_LIST) | FK_BIT(FK_DICT) | FK_BIT(FK_TUPLE))
+/* ... and nested no deeper than this */
+#define FC_TAPE_MAX_DEPTH 2000
+
 /* Does hashing and comparing k run only the interpreter's own code? */
 FC_INLINE int
 fc_key_quiet(PyObject *k)
@@ -617,6 +623,10 @@ typedef struct FcCtx {
                                  runs: every flush (defer.c) sets it to 0 */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
+    int off_tape;             /* the walk met what a replicate() tape cannot
+                                 hold (select.c): an object other than an
+                                 exact list, dict or tuple, a key that is
+                                 not quiet, a recursive tuple */
 #if FC_FT
     PyObject *pin[2];         /* strong: the last items read from a container
                                  other threads may change (FC_FT_PIN2) */

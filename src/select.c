@@ -45,6 +45,16 @@ fc_check_share(PyObject *share)
  * interpreter's own -- and the tape is abandoned for n ordinary deep
  * copies.
  *
+ * The first replica is always an ordinary deep copy (fc_deepcopy_tape),
+ * whose walk also reports whether it met anything a tape cannot hold
+ * (FcCtx.off_tape, set on the walker's other roads).  Only a source that
+ * passed is recorded, so a recording is not abandoned half-way at an
+ * object found late -- which cost up to a walk on top of the n copies --
+ * and a source no tape holds costs what the loop costs.  Recording costs
+ * about a walk and its templates become the last replica, so it is done
+ * only when FC_TAPE_LEAST replicas or more are still to make: below that,
+ * the rest are walks too, and replicate() is never slower than the loop.
+ *
  * What a replica costs is what the tape makes it do, so the tape holds
  * each container in the form that is cheapest to rebuild:
  *   - a dict is a *template*: x.copy() taken while recording, in which
@@ -103,6 +113,10 @@ fc_check_share(PyObject *share)
  *     a write into it that went wrong falls back to PyDict_SetItem) and
  *     cannot free or resize what the replay still writes to.
  */
+/* Replicas still to make, after the first, for a recording to pay (see
+   fc_replicate; benchmarks/replicate.py measures it) */
+#define FC_TAPE_LEAST 2
+
 enum { T_CONST = 1, T_RUN, T_REF, T_LIST, T_DICT, T_TUPLE, T_END };
 
 typedef struct {
@@ -279,8 +293,6 @@ fc_tape_seen(FcTape *t, PyObject *x, Py_ssize_t own, Py_ssize_t node)
     Py_DECREF(num);
     return r;
 }
-
-#define FC_TAPE_MAX_DEPTH 2000
 
 static int fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth);
 
@@ -783,10 +795,25 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     PyObject **nodes = NULL;
     FcReplayFrame *stack = NULL;
     Py_ssize_t i = 0;
-    int r = 0;
-    /* a predicate is user code: n deep copies call it n times, in
+    int r = 0, tape = 0;
+    /* The first replica is an ordinary deep copy, whose walk also tells
+       whether the source is one a tape holds.  A source it is not costs
+       nothing more than the loop then, wherever the object that stops a
+       tape lies (a recording would have read everything before it). */
+    PyObject *y = fc_deepcopy_tape(st, x, share, &tape);
+    if (y == NULL) {
+        goto error;
+    }
+    PyList_SET_ITEM(out, 0, y);
+    Py_SET_SIZE(out, 1);
+    i = 1;
+    /* The recording costs about a walk and the last replica is its
+       templates, so it pays once two replicas or more are still to make;
+       a predicate is user code: n deep copies call it n times, in
        deepcopy's order, and see what it does to the source */
-    if (n > 1 && fc_tape_share_quiet(share) && !st->test.replicate_walk) {
+    Py_ssize_t least = st->test.replicate_walk < 0 ? 1 : FC_TAPE_LEAST;
+    if (tape && n - 1 >= least && st->test.replicate_walk <= 0
+        && fc_tape_share_quiet(share)) {
         t.share = share;
         if (share != NULL && PyTuple_Check(share)) {
             t.s_class = PyUnicode_InternFromString("__class__");
@@ -799,6 +826,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
         if (r < 0) {
             goto error;
         }
+        st->test.replicate_wasted += r == 0;
     }
     if (r > 0) {
         nodes = PyMem_Calloc((size_t)t.nslots + 1, sizeof(PyObject *));
@@ -812,7 +840,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
            (memo.c): collections our allocations trigger need not traverse
            them again and again; fc_ctx_fini() tracks them again */
         for (; i < n; i++) {
-            PyObject *y = fc_tape_replay(&c, &t, nodes, stack, i == n - 1);
+            y = fc_tape_replay(&c, &t, nodes, stack, i == n - 1);
             if (y == NULL) {
                 goto error;
             }
@@ -825,7 +853,7 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
         fc_tape_free(&t);
     }
     for (; i < n; i++) {
-        PyObject *y = fc_deepcopy(st, x, NULL, NULL, share);
+        y = fc_deepcopy(st, x, NULL, NULL, share);
         if (y == NULL) {
             goto error;
         }

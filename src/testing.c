@@ -64,9 +64,11 @@ fc_py_code_fingerprint(PyObject *module, PyObject *f)
 PyDoc_STRVAR(fc_replicate_road_doc,
 "_replicate_road(walk=None)\n--\n\n"
 "Tests only: with walk True, replicate() records no tape and makes its\n"
-"replicas by n deep copies; False: it records one where it can (the\n"
-"default); None: unchanged.  Returns {'walk': the setting before,\n"
-"'tapes': how many replicate() calls made their replicas from a tape}.");
+"replicas by n deep copies; False: it records one where the source allows\n"
+"and enough replicas are left for it to pay (the default); 'tape': where\n"
+"the source allows, from n = 2; None: unchanged.  Returns {'walk': the\n"
+"setting before, 'tapes': how many replicate() calls made replicas from a\n"
+"tape, 'wasted': how many recorded one and abandoned it}.");
 
 static PyObject *
 fc_py_replicate_road(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -78,14 +80,25 @@ fc_py_replicate_road(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     int before = st->test.replicate_walk;
     if (nargs == 1 && args[0] != Py_None) {
-        int w = PyObject_IsTrue(args[0]);
-        if (w < 0) {
+        int w;
+        if (PyUnicode_Check(args[0])) {
+            if (PyUnicode_CompareWithASCIIString(args[0], "tape") != 0) {
+                PyErr_SetString(PyExc_ValueError, "_replicate_road(): 'tape', a bool or None");
+                return NULL;
+            }
+            w = -1;
+        }
+        else if ((w = PyObject_IsTrue(args[0])) < 0) {
             return NULL;
         }
         st->test.replicate_walk = w;
     }
-    return Py_BuildValue("{s:O,s:n}", "walk", before ? Py_True : Py_False,
-                         "tapes", st->test.replicate_tapes);
+    PyObject *road = before < 0 ? PyUnicode_FromString("tape") : Py_NewRef(before ? Py_True : Py_False);
+    if (road == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("{s:N,s:n,s:n}", "walk", road, "tapes", st->test.replicate_tapes,
+                         "wasted", st->test.replicate_wasted);
 }
 
 static PyMethodDef fc_testing_methods[] = {

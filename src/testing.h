@@ -26,8 +26,11 @@ typedef struct {
     Py_ssize_t set_ghosts;         /* sets whose reduce list was left a ghost (memo.c) */
     Py_ssize_t slot_ghosts;        /* slot states left a ghost (deepcopy.c, R_SLOTS) */
     Py_ssize_t dict_puts;          /* prefilled values replaced in place (deepcopy.c) */
-    int replicate_walk;            /* replicate() records no tape: n deep copies (select.c) */
+    int replicate_walk;            /* replicate() records no tape: n deep copies (select.c);
+                                      -1: it records one whenever the source allows,
+                                      from n = 2 */
     Py_ssize_t replicate_tapes;    /* replicate() calls whose replicas came from a tape */
+    Py_ssize_t replicate_wasted;   /* ... whose recording was abandoned (its cost lost) */
 } FcTestState;
 
 /* Defaults, and the test-only functions added to the module.  0 | -1+exc */

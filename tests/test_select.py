@@ -393,18 +393,27 @@ def test_replicate_roads_match_n_deepcopies(name, n):
     tapes = _tapes()
     reps = fastcopy.replicate(src, n, share=share)
     taped = _tapes() - tapes
-    old = _walk_road(True)
+    old = _walk_road("tape")
     try:
+        tapes = _tapes()
+        forced = fastcopy.replicate(src, n, share=share)
+        forced_taped = _tapes() - tapes
+        _walk_road(True)
         walked = fastcopy.replicate(src, n, share=share)
     finally:
         _walk_road(old)
-    assert taped == (1 if n > 1 else 0)                  # every shape here is tape-able
+    # every shape here is tape-able: the first replica is a walk, and a tape
+    # is recorded for two replicas or more after it (one when forced)
+    assert taped == (1 if n >= 3 else 0)
+    assert forced_taped == (1 if n >= 2 else 0)
     # types, values, sharing within a replica, with the source and across replicas
     assert shape(reps, src) == shape(ref, src)
+    assert shape(forced, src) == shape(ref, src)
     assert shape(walked, src) == shape(ref, src)
     assert pickle.dumps(src) == before                  # the source is untouched
     assert len({id(r) for r in reps}) == n or name == "top_atomic"
-    for r in reps:
+    assert len({id(r) for r in forced}) == n or name == "top_atomic"
+    for r in reps + forced:
         for node in _all_nodes(r):
             # the collector sees every replica container that can hold a cycle
             if isinstance(node, list) or (
@@ -412,13 +421,15 @@ def test_replicate_roads_match_n_deepcopies(name, n):
                     and any(gc.is_tracked(v) for v in node.values())):
                 assert gc.is_tracked(node), (name, node)
     # independent: changing every container of one replica leaves the others
-    if n > 1:
-        for node in _all_nodes(reps[0]):
-            if isinstance(node, list):
-                node.append("x")
-            elif isinstance(node, dict):
-                node["x"] = "x"
-        assert shape(reps[1:], src) == shape(ref[1:], src)
+    # (the walk's replica, a replayed one and the last, made of the templates)
+    for got in (reps, forced):
+        for k in range(n - 1):
+            for node in _all_nodes(got[k]):
+                if isinstance(node, list):
+                    node.append("x")
+                elif isinstance(node, dict):
+                    node["x"] = "x"
+            assert shape(got[k + 1:], src) == shape(ref[k + 1:], src)
 
 
 def test_replicate_tape_keeps_every_replica_alive_through_collections():
@@ -433,9 +444,61 @@ def test_replicate_tape_keeps_every_replica_alive_through_collections():
     gc.collect()
 
 
-def test_replicate_walk_road_for_untapeable_sources():
-    x = [{"a": [1]}, Plain(v=[2])]           # an instance ends the recording
-    tapes = _tapes()
-    reps = fastcopy.replicate(x, 3)
-    assert _tapes() == tapes
-    assert shape(reps, x) == shape([copy.deepcopy(x) for _ in range(3)], x)
+def _deep_nest(depth):
+    x = [1]
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+def _untapeable_sources():
+    rec = []
+    rec_t = (rec, [1])
+    rec.append(rec_t)
+    late = {"k%d" % i: {"a": [i], "b": i} for i in range(50)}
+    return {
+        "instance_first": [Plain(v=[2]), {"a": [1]}],
+        "instance_last": [{"a": [1]}] * 3 + [Plain(v=[2])],
+        "instance_late_in_dict": dict(late, zz={"p": Plain(v=[3])}),
+        "tuple_key_last": dict(late, zz={(1, 2): [4]}),
+        "str_subclass_key": {"a": [1], Key("b"): [2]},
+        "set_last": [[1], {"s": {1, 2}}],
+        "recursive_tuple": [[0], rec_t],
+        "bound_method": [[1], Plain(v=1).__init__],
+        "too_deep": _deep_nest(2100),
+    }
+
+
+class Key(str):
+    pass
+
+
+@pytest.mark.thread_unsafe(reason="the tape counters and the road switch are process-wide")
+@pytest.mark.parametrize("name", sorted(_untapeable_sources()))
+def test_replicate_walk_road_for_untapeable_sources(name):
+    # the first replica's walk tells the source is not one a tape holds:
+    # nothing is recorded, so nothing is recorded in vain either, wherever
+    # the object that stops a tape lies -- even where a tape is forced
+    x = _untapeable_sources()[name]
+    # (the stdlib's recursion limit stops it on the deep one)
+    deep = fastcopy.deepcopy if name == "too_deep" else copy.deepcopy
+    ref = [deep(x) for _ in range(4)]
+    for road in (False, "tape"):
+        old = _walk_road(road)
+        try:
+            before = _fastcopy._replicate_road()
+            reps = fastcopy.replicate(x, 4)
+            after = _fastcopy._replicate_road()
+        finally:
+            _walk_road(old)
+        assert after["tapes"] == before["tapes"], (name, road)
+        assert after["wasted"] == before["wasted"], (name, road)
+        if name != "too_deep":
+            assert shape(reps, x) == shape(ref, x)
+        else:
+            for r in reps:
+                depth, a, b = 0, r, x
+                while isinstance(a, list) and len(a) == 1 and isinstance(a[0], list):
+                    assert a is not b
+                    depth, a, b = depth + 1, a[0], b[0]
+                assert depth == 2100 and a == b == [1] and a is not b
