@@ -23,7 +23,20 @@ import time
 
 import fastcopy
 
-NS = (1, 2, 10, 100, 1000)
+NS = (1, 2, 3, 4, 10, 100, 1000)
+
+
+class Point:
+    """A plain instance: a tape cannot hold it (replicate makes n deep copies)."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def _json(n):
+    return {"users": [{"id": i, "name": "u%d" % i, "tags": ["a", "b", "c"],
+                       "scores": [i, i + 1, i + 2], "meta": {"x": i, "y": [1, 2]}}
+                      for i in range(n)], "version": 3}
 
 
 def shapes():
@@ -35,9 +48,13 @@ def shapes():
         # 900 ints, floats and strs in one list
         "flat_list": [v for i in range(300) for v in (i, i * 0.5, "s%d" % i)],
         # JSON-like: 50 records with lists and a nested dict
-        "json": {"users": [{"id": i, "name": "u%d" % i, "tags": ["a", "b", "c"],
-                            "scores": [i, i + 1, i + 2], "meta": {"x": i, "y": [1, 2]}}
-                           for i in range(50)], "version": 3},
+        "json": _json(50),
+        # the same with an instance last, which no tape holds (found late)
+        "json_late": dict(_json(50), zz=Point(1, 2)),
+        # config200 whose last dict has a tuple key (a key whose hash is not
+        # the interpreter's own code: no tape holds it)
+        "keys_late": dict({"key%d" % i: {"a": i, "b": float(i), "c": "v%d" % i}
+                           for i in range(199)}, last={(1, 2): 3}),
         # 300 tuples of atomic values (deepcopy returns each tuple itself)
         "tuples": [(i, "s%d" % i, float(i)) for i in range(300)],
         # 300 tuples holding a list each (every tuple is copied)
