@@ -2952,9 +2952,6 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
             }
         }
     }
-    if (!(bit & FC_TAPE_KINDS)) {
-        c->off_tape = 1;
-    }
     if (bit) {
         switch (k) {
         case FK_LIST:
@@ -2969,10 +2966,12 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         case FK_TUPLE:
             return fc_enter_tuple(c, x);
         case FK_METHOD:
+            c->off_tape = 1;
             return fc_push(c, FR_METHOD, x, NULL) ? FC_PUSHED : NULL;
         case FK_SET:
         case FK_FROZENSET:
             if (st->set_ok & bit) {
+                c->off_tape = 1;
                 return fc_deep_set(c, x);
             }
             break;
@@ -2980,6 +2979,8 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
             break;
         }
     }
+    /* no tape holds what the roads below copy */
+    c->off_tape = 1;
     int gflags = 0;
     if (k == FK_OTHER && !PyType_Check(x)) {
         PyObject *res = fc_enter_planned(c, x, &gflags);

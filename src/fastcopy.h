@@ -379,10 +379,9 @@ fc_kind(PyTypeObject *tp)
                        | FK_BIT(FK_BOOL) | FK_BIT(FK_NONE) | FK_BIT(FK_BYTES) \
                        | FK_BIT(FK_COMPLEX) | FK_BIT(FK_TYPE) | FK_BIT(FK_FUNCTION))
 
-/* The containers a replicate() tape holds (select.c): the walk met only
-   these, atomic objects and share= matches, or it sets FcCtx.off_tape */
-#define FC_TAPE_KINDS (FK_BIT(FK_LIST) | FK_BIT(FK_DICT) | FK_BIT(FK_TUPLE))
-/* ... and nested no deeper than this */
+/* A replicate() tape (select.c) holds exact lists, dicts and tuples, atomic
+   objects and share= matches (a walk that met anything else set
+   FcCtx.off_tape), nested no deeper than this */
 #define FC_TAPE_MAX_DEPTH 2000
 
 /* Does hashing and comparing k run only the interpreter's own code? */
