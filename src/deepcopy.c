@@ -3165,10 +3165,11 @@ fc_ctx_fini(FcCtx *c)
    off (then every use of it folds away).  new ref | NULL+exc */
 static PyObject *
 fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *share,
-                FcProfCall *pc, int *tape)
+                FcProfCall *pc, FcTapeProbe *tape)
 {
     if (tape != NULL) {
-        *tape = 0;
+        tape->ok = 0;
+        tape->containers = tape->hits = 0;
     }
     if (fc_sync(st) < 0) {
         return NULL;
@@ -3222,7 +3223,7 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
         int k = fc_kind(Py_TYPE(x));
         if (FK_BIT(k) & FC_DEEP_ATOMIC & st->deep_ok) {
             if (tape != NULL) {
-                *tape = 1;
+                tape->ok = 1;
             }
             return Py_NewRef(x);
         }
@@ -3248,10 +3249,12 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
     if (fc_memo_return(&c) < 0) {
         Py_CLEAR(y);
     }
-    if (tape != NULL) {
+    if (tape != NULL && y != NULL) {
         /* no deeper than a tape goes (its frames never outgrew that) */
-        *tape = !c.off_tape && c.mode == FC_MEMO_NATIVE && c.shows == 0
-                && c.capframes <= FC_TAPE_MAX_DEPTH;
+        tape->ok = !c.off_tape && c.mode == FC_MEMO_NATIVE && c.shows == 0
+                   && c.capframes <= FC_TAPE_MAX_DEPTH;
+        tape->containers = c.native.n;
+        tape->hits = c.native.hits;
     }
     Py_LeaveRecursiveCall();
     fc_ctx_fini(&c);
@@ -3261,7 +3264,7 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
 /* deepcopy() while profiling is on (profile.c).  new ref | NULL+exc */
 FC_NOINLINE PyObject *
 fc_deepcopy_profiled(FcState *st, PyObject *x, PyObject *memo, PyObject *nil,
-                     PyObject *share, int *tape)
+                     PyObject *share, FcTapeProbe *tape)
 {
     int top = fc_prof_begin();
     PyObject *y = fc_deepcopy_run(st, x, memo, nil, share, &fc_prof_tls, tape);
@@ -3278,7 +3281,7 @@ fc_deepcopy(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObject *s
 }
 
 FC_INTERNAL PyObject *
-fc_deepcopy_tape(FcState *st, PyObject *x, PyObject *share, int *tape)
+fc_deepcopy_tape(FcState *st, PyObject *x, PyObject *share, FcTapeProbe *tape)
 {
     if (FC_UNLIKELY(st->prof)) {
         return fc_deepcopy_profiled(st, x, NULL, NULL, share, tape);

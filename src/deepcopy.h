@@ -14,12 +14,19 @@
    new ref | NULL+exc */
 FC_INTERNAL PyObject *fc_deepcopy(FcState *st, PyObject *x, PyObject *memo,
                                   PyObject *nil, PyObject *share);
-/* deepcopy(x, share=share), and in *tape whether its walk stayed on the
-   roads a replicate() tape holds (FcCtx.off_tape never set, the memo
-   never shown, no deeper than FC_TAPE_MAX_DEPTH): then recording x now
-   cannot be abandoned, unless what it reads changed since (0 on error).
+/* What the walk of deepcopy(x, share=share) tells replicate() (select.c). */
+typedef struct {
+    int ok;                /* it stayed on the roads a tape holds (FcCtx.off_tape
+                              never set, the memo never shown, no deeper than
+                              FC_TAPE_MAX_DEPTH): recording x now cannot be
+                              abandoned, unless what it reads changed since */
+    Py_ssize_t containers; /* copies it memoized */
+    Py_ssize_t hits;       /* lookups that found a copy: second references */
+} FcTapeProbe;
+/* deepcopy(x, share=share), reporting in *probe (all 0 on error).
    new ref | NULL+exc */
-FC_INTERNAL PyObject *fc_deepcopy_tape(FcState *st, PyObject *x, PyObject *share, int *tape);
+FC_INTERNAL PyObject *fc_deepcopy_tape(FcState *st, PyObject *x, PyObject *share,
+                                       FcTapeProbe *probe);
 /* A call's context: init (no allocation, no user code) and fini (releases
    everything, runs the end-of-call steps: finalizers may run). */
 FC_INTERNAL_INLINE void fc_ctx_init(FcCtx *c, FcState *st);

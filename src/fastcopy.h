@@ -506,6 +506,9 @@ typedef struct {
     PyObject **ghost;             /* temporaries not made yet: records of */
     Py_ssize_t nghost, capghost;  /*   FC_GHOST_HEAD words + items (memo.c) */
     PyObject *grave;              /* list: temporaries whose address is a key */
+    Py_ssize_t hits;              /* lookups that found their key (a walk's
+                                     second references: replicate's cost
+                                     model, select.c) */
     PyObject *miss;               /* the last key looked up and not found, */
     size_t miss_slot;             /*   and the free slot it would take; both */
                                   /*   forgotten by the next insertion */

@@ -130,6 +130,7 @@ fc_memo_init(FcMemo *m)
     m->ghost = NULL;
     m->nghost = m->capghost = 0;
     m->grave = NULL;
+    m->hits = 0;
     m->miss = NULL;
     m->miss_slot = 0;
     m->spare = NULL;
@@ -334,6 +335,7 @@ fc_memo_get(FcMemo *m, PyObject *key)
     if (m->mask == 0) {
         for (Py_ssize_t i = 0; i < m->n; i++) {
             if (m->entries[i].key == key) {
+                m->hits++;
                 return m->entries[i].value;
             }
         }
@@ -360,6 +362,7 @@ fc_memo_get(FcMemo *m, PyObject *key)
             return NULL;
         }
         if (m->entries[e - 1].key == key) {
+            m->hits++;
             return m->entries[e - 1].value;
         }
         j = (j + 1) & mask;

@@ -116,6 +116,18 @@ fc_check_share(PyObject *share)
 /* Replicas still to make, after the first, for a recording to pay (see
    fc_replicate; benchmarks/replicate.py measures it) */
 #define FC_TAPE_LEAST 2
+/* Second references (REF ops) cost a tape more than a walk: recording
+   one and putting it into the last replica cost about FC_TAPE_REF_COST
+   instructions more than the walk's memo hit, and each other replica
+   saves only about FC_TAPE_REF_GAIN on it, where it saves about
+   FC_TAPE_NODE_GAIN or more per container (callgrind, 3.11, fitted on
+   the shapes of benchmarks/replicate.py and the cost-model test: a list
+   of 5,000 references to one list costs about 240 a reference to record
+   and put into the last replica, 50 to replay, 90 to walk; a container
+   about 350-1,600 to walk, 600-1,000 less to replay) */
+#define FC_TAPE_REF_COST 160
+#define FC_TAPE_REF_GAIN 30
+#define FC_TAPE_NODE_GAIN 200
 
 enum { T_CONST = 1, T_RUN, T_REF, T_LIST, T_DICT, T_TUPLE, T_END };
 
@@ -760,6 +772,23 @@ fc_tape_make(FcCtx *c, FcTape *t, PyObject *x)
     return r;
 }
 
+/* Does a tape of the source whose walk p reports pay, with `left`
+   replicas to make (the last of them the recording's templates)?  A walk
+   made of containers and atomic objects: from two on (a recording costs
+   about a walk).  Second references cost it more than they save per
+   replica, so with many of them against few containers it needs more
+   replicas, or is not made at all.  1 | 0 */
+static int
+fc_tape_pays(const FcTapeProbe *p, Py_ssize_t left)
+{
+    if (!p->ok || left < FC_TAPE_LEAST) {
+        return 0;
+    }
+    double gain = (double)(left - 1) * ((double)FC_TAPE_NODE_GAIN * (double)p->containers
+                                        + (double)FC_TAPE_REF_GAIN * (double)p->hits);
+    return gain >= (double)FC_TAPE_REF_COST * (double)p->hits;
+}
+
 /* [deepcopy(x, share=share) for _ in range(n)].  new ref | NULL+exc */
 FC_INTERNAL PyObject *
 fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
@@ -795,12 +824,13 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     PyObject **nodes = NULL;
     FcReplayFrame *stack = NULL;
     Py_ssize_t i = 0;
-    int r = 0, tape = 0;
+    int r = 0;
+    FcTapeProbe probe;
     /* The first replica is an ordinary deep copy, whose walk also tells
        whether the source is one a tape holds.  A source it is not costs
        nothing more than the loop then, wherever the object that stops a
        tape lies (a recording would have read everything before it). */
-    PyObject *y = fc_deepcopy_tape(st, x, share, &tape);
+    PyObject *y = fc_deepcopy_tape(st, x, share, &probe);
     if (y == NULL) {
         goto error;
     }
@@ -808,12 +838,12 @@ fc_replicate(FcState *st, PyObject *x, Py_ssize_t n, PyObject *share)
     Py_SET_SIZE(out, 1);
     i = 1;
     /* The recording costs about a walk and the last replica is its
-       templates, so it pays once two replicas or more are still to make;
-       a predicate is user code: n deep copies call it n times, in
-       deepcopy's order, and see what it does to the source */
-    Py_ssize_t least = st->test.replicate_walk < 0 ? 1 : FC_TAPE_LEAST;
-    if (tape && n - 1 >= least && st->test.replicate_walk <= 0
-        && fc_tape_share_quiet(share)) {
+       templates (fc_tape_pays); a predicate is user code: n deep copies
+       call it n times, in deepcopy's order, and see what it does to the
+       source */
+    int pays = st->test.replicate_walk < 0 ? probe.ok && n >= 2
+               : st->test.replicate_walk == 0 && fc_tape_pays(&probe, n - 1);
+    if (pays && fc_tape_share_quiet(share)) {
         t.share = share;
         if (share != NULL && PyTuple_Check(share)) {
             t.s_class = PyUnicode_InternFromString("__class__");
