@@ -3,6 +3,7 @@
     python benchmarks/replicate.py                  # CPU time (medians), loop / replicate
     python benchmarks/replicate.py --instructions   # instructions per call (callgrind)
     python benchmarks/replicate.py --shapes config200 json --ns 2 10
+    python benchmarks/replicate.py --instructions --tape --shapes refs wide_refs --ns 3 10
 
 Time: both roads are timed in one process, alternately, on the CPU clock (time.process_time),
 the median of --repeat rounds; each round runs each road for at least --min-ms.  The ratio
@@ -59,6 +60,11 @@ def shapes():
         "tuples": [(i, "s%d" % i, float(i)) for i in range(300)],
         # 300 tuples holding a list each (every tuple is copied)
         "tuples_mut": [(i, [i]) for i in range(300)],
+        # second references without containers: 5,000 references to one list
+        # (a tape costs more per reference than a walk's memo hit: fc_tape_pays)
+        "refs": [[1, 2]] * 5000,
+        # 500 lists of 10 references to one list
+        "wide_refs": (lambda sh: [[sh] * 10 for _ in range(500)])([1, 2]),
         # shared references: one list and one dict met many times
         "shared": {"a": [sh, sh, shd], "b": {"x": sh, "y": shd, "z": [shd, (sh, 1)]},
                    "c": [{"p": sh, "q": i} for i in range(100)]},
@@ -98,6 +104,10 @@ def time_table(names, ns, repeat, min_ms):
 
 def one(name, n, road, reps):
     loop, rep = roads(shapes()[name], n)
+    if road == "tape":
+        # tests' switch: a tape wherever the source allows, from n = 2
+        from fastcopy import _fastcopy
+        _fastcopy._replicate_road("tape")
     f = loop if road == "loop" else rep
     f()
     for _ in range(reps):
@@ -114,16 +124,24 @@ def instructions(name, n, road, reps):
     return (run(reps) - run(0)) // reps
 
 
-def instruction_table(names, ns):
-    print("| shape | n | loop (instructions) | replicate (instructions) | loop / replicate |")
-    print("|---|---:|---:|---:|---:|")
+def instruction_table(names, ns, tape=False):
+    if tape:
+        print("| shape | n | loop | replicate | loop / replicate | a tape forced | loop / tape |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+    else:
+        print("| shape | n | loop (instructions) | replicate (instructions) | loop / replicate |")
+        print("|---|---:|---:|---:|---:|")
     for name in names:
         for n in ns:
             reps = max(2, 1000 // n)
             lo = instructions(name, n, "loop", reps)
             re_ = instructions(name, n, "replicate", reps)
-            print("| %s | %d | %s | %s | %.2fx |" % (name, n, format(lo, ","), format(re_, ","),
-                                                    lo / re_), flush=True)
+            row = "| %s | %d | %s | %s | %.2fx |" % (name, n, format(lo, ","), format(re_, ","),
+                                                     lo / re_)
+            if tape:
+                ta = instructions(name, n, "tape", reps)
+                row += " %s | %.2fx |" % (format(ta, ","), lo / ta)
+            print(row, flush=True)
 
 
 def main():
@@ -133,12 +151,15 @@ def main():
     ap.add_argument("--ns", nargs="+", type=int, default=list(NS))
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--min-ms", type=float, default=20.0)
+    ap.add_argument("--tape", action="store_true",
+                    help="with --instructions: also replicate with a tape forced wherever the "
+                         "source allows (what the cost model in src/select.c decides against)")
     ap.add_argument("--one", nargs=4, metavar=("SHAPE", "N", "ROAD", "REPS"))
     a = ap.parse_args()
     if a.one:
         one(a.one[0], int(a.one[1]), a.one[2], int(a.one[3]))
     elif a.instructions:
-        instruction_table(a.shapes, a.ns)
+        instruction_table(a.shapes, a.ns, a.tape)
     else:
         time_table(a.shapes, a.ns, a.repeat, a.min_ms)
 
