@@ -1893,7 +1893,11 @@ FC_INTERNAL_INLINE int
 fc_memo_finish_stored(FcCtx *c, PyObject *x, PyObject *y)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE) && y != x) {
+#ifdef FC_DEBUG
+        Py_ssize_t hits = c->native.hits;     /* a check, not a second reference */
         FC_ASSERT(fc_memo_get(&c->native, x) == y);
+        c->native.hits = hits;
+#endif
         return fc_memo_keep(&c->native, x);
     }
     return fc_memo_finish(c, x, y);
