@@ -52,8 +52,10 @@ fc_check_share(PyObject *share)
  * object found late -- which cost up to a walk on top of the n copies --
  * and a source no tape holds costs what the loop costs.  Recording costs
  * about a walk and its templates become the last replica, so it is done
- * only when FC_TAPE_LEAST replicas or more are still to make: below that,
- * the rest are walks too, and replicate() is never slower than the loop.
+ * only where fc_tape_pays says so, from the replicas still to make and the
+ * walk's counts of containers and memo hits (second references, which
+ * cost a tape more than a walk): otherwise the rest are walks too, and
+ * replicate() is never slower than the loop.
  *
  * What a replica costs is what the tape makes it do, so the tape holds
  * each container in the form that is cheapest to rebuild:
