@@ -386,6 +386,41 @@ def test_results_tracked_like_the_stdlib(impl, pad):
     assert all(gc.is_tracked(v) for v in y["pad"])
 
 
+@pytest.mark.parametrize("turn_on", [False, True], ids=["off", "turned_on_midway"])
+def test_collector_off_results_tracked_like_the_stdlib(impl, turn_on):
+    """With the collector disabled nothing is hidden from it (no collection can run); a hook
+    that turns it on, or collects by hand, midway sees every container made so far tracked
+    or hidden, and the results are tracked as the stdlib's."""
+    grace = _gc_grace()
+    seen = []
+
+    class Midway:
+        def __deepcopy__(self, memo):
+            if turn_on:
+                gc.enable()
+            seen.append(gc.collect() >= 0)
+            return self
+    x = {"pad": [[i] for i in range(3 * grace)], "hook": Midway(),
+         "more": [{"k": [i], "t": (i, [i])} for i in range(3 * grace)], "s": {1, 2}}
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        y = impl.deepcopy(x)
+        ref = copy.deepcopy(x)
+    finally:
+        if was:
+            gc.enable()
+        else:
+            gc.disable()
+    assert seen == [True, True]
+    assert y["pad"] == ref["pad"] and y["more"] == ref["more"] and y["s"] == ref["s"]
+    for a, b in ((y, ref), (y["pad"], ref["pad"]), (y["more"], ref["more"]), (y["s"], ref["s"])):
+        assert gc.is_tracked(a) == gc.is_tracked(b)
+    assert all(gc.is_tracked(v) for v in y["pad"])
+    assert all(gc.is_tracked(d) and gc.is_tracked(d["k"]) and gc.is_tracked(d["t"])
+               for d in y["more"])
+
+
 @gc_padding
 def test_cyclic_copies_and_partial_results_are_collectable(impl, pad):
     import weakref
