@@ -114,6 +114,52 @@ fc_deep_atomic(FcCtx *c, PyObject *x)
     return (FK_BIT(k) & FC_DEEP_ATOMIC & c->st->deep_ok) != 0;
 }
 
+/* An exact tuple of at most FC_FLAT_TUPLE atomic items, with no share
+   predicate to ask: _deepcopy_tuple returns it itself and stores nothing,
+   and the native memo cannot hold it (the walker memoizes a tuple only when
+   its copy differs; a hook that stores keys of its own leaves the memo a
+   dict).  1 | 0 */
+#define FC_FLAT_TUPLE 8
+
+FC_NOINLINE int
+fc_flat_tuple(FcCtx *c, PyObject *x)
+{
+    if (!(c->st->deep_ok & FK_BIT(FK_TUPLE)) || c->share != NULL) {
+        return 0;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    if (n > FC_FLAT_TUPLE) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!fc_deep_atomic(c, PyTuple_GET_ITEM(x, i))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* fc_memo_get_own for x, not atomic, which a frame reads through `own`
+   references (native mode).  While proven misses are in use, a flat tuple
+   is answered as itself: the earlier copies of a source share its flat
+   tuples (they returned them), so the reference count proves nothing, and
+   the lookup would index every pending entry ("Proven misses" in memo.c)
+   -- the dict of a record holding a (i, j) tuple, copied while an earlier
+   copy lives, did so once a record.  borrowed | NULL */
+FC_INTERNAL_INLINE PyObject *
+fc_read_lookup(FcCtx *c, PyObject *x, Py_ssize_t own)
+{
+    FcMemo *m = &c->native;
+    int proof = fc_memo_prove_miss(m, x, own);
+    if (proof > 0) {
+        return NULL;
+    }
+    if (FC_UNLIKELY(proof == 0) && Py_TYPE(x) == &PyTuple_Type && fc_flat_tuple(c, x)) {
+        return x;
+    }
+    return fc_memo_get(m, x);
+}
+
 FC_INTERNAL_INLINE int
 fc_before_user_code(FcCtx *c, int show)
 {
@@ -350,7 +396,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         f->u.list.i++;
         if (native) {
             /* item is borrowed from x's slot i: that one reference */
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get_own(&c->native, item, 1);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_read_lookup(c, item, 1);
             if (v != NULL) {
                 if (PyList_Append(y, v) < 0) {
                     return -1;
@@ -856,7 +902,7 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             /* k and v are borrowed from x's entry (fc_dict_own: how many
                references to them this frame can vouch for) */
             Py_ssize_t own = FC_UNLIKELY(fc_memo_proving(&c->native)) ? fc_dict_own(c, f, k, v) : 0;
-            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_memo_get_own(&c->native, v, own);
+            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_read_lookup(c, v, own);
             if (cv != NULL) {
                 PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get_own(&c->native, k, own);
                 if (ck != NULL) {
@@ -949,7 +995,7 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
     while (f->u.tuple.i < n) {
         PyObject *item = PyTuple_GET_ITEM(x, f->u.tuple.i);
         if (native) {
-            PyObject *v = fc_deep_atomic(c, item) ? item : fc_memo_get_own(&c->native, item, 1);
+            PyObject *v = fc_deep_atomic(c, item) ? item : fc_read_lookup(c, item, 1);
             if (v != NULL) {
                 if (fc_tuple_put(f, Py_NewRef(v)) < 0) {
                     return -1;

@@ -387,21 +387,35 @@ fc_memo_proving(FcMemo *m)
     return FC_PROVEN_MISS && m->mask >= FC_PROVEN_MIN_MASK;
 }
 
+/* fc_memo_get_own's proof alone.  1 key is proven missing (the miss is
+   remembered) | 0 proven misses are in use and key's count proves nothing
+   | -1 they are not in use, or own is 0 */
+FC_INTERNAL_INLINE int
+fc_memo_prove_miss(FcMemo *m, PyObject *key, Py_ssize_t own)
+{
+#if FC_PROVEN_MISS
+    if (own != 0 && m->mask >= FC_PROVEN_MIN_MASK) {
+        if (Py_REFCNT(key) != own) {
+            return 0;
+        }
+        m->miss = key;
+        m->miss_slot = FC_MEMO_PENDING;
+        return 1;
+    }
+#else
+    (void)m;
+    (void)key;
+    (void)own;
+#endif
+    return -1;
+}
+
 /* fc_memo_get for a key the caller reads through `own` references it
    knows (0: none it can vouch for): "Proven misses" above. */
 FC_INTERNAL_INLINE PyObject *
 fc_memo_get_own(FcMemo *m, PyObject *key, Py_ssize_t own)
 {
-#if FC_PROVEN_MISS
-    if (own != 0 && m->mask >= FC_PROVEN_MIN_MASK && Py_REFCNT(key) == own) {
-        m->miss = key;
-        m->miss_slot = FC_MEMO_PENDING;
-        return NULL;
-    }
-#else
-    (void)own;
-#endif
-    return fc_memo_get(m, key);
+    return fc_memo_prove_miss(m, key, own) > 0 ? NULL : fc_memo_get(m, key);
 }
 
 /* Was key the last lookup, a miss, with nothing inserted since? */

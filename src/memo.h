@@ -27,6 +27,10 @@ FC_INTERNAL_INLINE PyObject *fc_memo_get(FcMemo *m, PyObject *key);
    a reference count of just that proves a miss, answered without a probe
    (memo.c, "Proven misses").  own 0: an ordinary lookup. */
 FC_INTERNAL_INLINE PyObject *fc_memo_get_own(FcMemo *m, PyObject *key, Py_ssize_t own);
+/* fc_memo_get_own's proof alone: 1 key proven missing (remembered as a
+   miss) | 0 proven misses in use, but key's count proves nothing | -1 not
+   in use (or own 0) */
+FC_INTERNAL_INLINE int fc_memo_prove_miss(FcMemo *m, PyObject *key, Py_ssize_t own);
 /* Is fc_memo_get_own answering misses without a probe for this table
    (a big one, on a build where counts are exact)?  1 | 0 */
 FC_INTERNAL_INLINE int fc_memo_proving(FcMemo *m);

@@ -92,6 +92,63 @@ def test_the_memo_seen_after_a_big_copy():
     assert_equivalent(scenario)
 
 
+def _flat_tuple_records(n):
+    # past the size where misses are proven (some 64K entries: 7 a record); "s" is a tuple
+    # that is not flat, met twice
+    out = []
+    for i in range(n):
+        st = (i, [i])
+        out.append({"pos": (i, i + 1), "l": [(i,), ((i, "a"), ())], "t": ((i, 0.5), [i]),
+                    "s": st, "s2": [st]})
+    return out
+
+
+class Plant:
+    """A hook that stores its own value for a tuple met later in the source: the stdlib
+    returns that value for it from then on, however flat the tuple."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __deepcopy__(self, memo):
+        memo[id(self.target)] = ["planted"]
+        return self
+
+
+def test_flat_tuples_shared_with_earlier_copies():
+    """A tuple of atomic items is its own deep copy, so an earlier copy of the source holds
+    it too: its reference count proves nothing.  It is answered without the memo (which
+    cannot hold it); a tuple that is not flat, met twice, is still one copy; a caller's memo
+    and a hook's own entries are the stdlib's."""
+    def scenario(impl):
+        src = _flat_tuple_records(12000)
+        earlier = impl.deepcopy(src)
+        assert earlier[7]["pos"] is src[7]["pos"]
+        return Case(src, lambda: [impl.deepcopy(src), earlier][0])
+    assert_equivalent(scenario)
+
+    def visible(impl):
+        src = _flat_tuple_records(3000)
+        earlier = impl.deepcopy(src)
+        memo = {}
+        return Case(src, lambda: [impl.deepcopy(src, memo), earlier][0], memo=memo)
+    assert_equivalent(visible)
+
+    def planted(impl):
+        src = _flat_tuple_records(3000)
+        a, b = src[2000]["pos"], src[2500]["l"][1][0]
+        src[1500:1500] = [Plant(a), Plant(b)]
+        return Case(src, lambda: impl.deepcopy(src))
+    assert_equivalent(planted)
+    src = planted(copy).source
+    for impl in (copy, shape.fastcopy_module()):
+        if impl is not None:
+            y = impl.deepcopy(src)
+            assert y[2002]["pos"] == ["planted"] and y[2502]["l"][1][0] == ["planted"]
+            assert y[2003]["pos"] is src[2003]["pos"]
+            assert y[2900]["s"] is y[2900]["s2"][0] is not src[2900]["s"]
+
+
 def test_reduce_values_reach_inner_objects():
     """C reduce functions (functools.partial's) hand the walker a second reference to an
     object first met through its only container."""

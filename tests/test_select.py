@@ -209,6 +209,22 @@ def test_share_tuple_of_types_and_predicate():
     assert y[0] is w and y[1] is not lst and y[2][0] is w and y[2][1] is y[1]
 
 
+def test_share_predicate_asked_about_flat_tuples():
+    """A tuple of atomic items is its own deep copy and skips the memo, but a share
+    predicate is still asked about it, in every container, as about any other object."""
+    t1, t2, t3, t4 = (1, "a"), (2.5,), (), (3, None)
+    x = [t1, {"k": t2}, (t3, [t4])]
+    asked = []
+
+    def pred(o):
+        asked.append(o)
+        return False
+    y = fastcopy.deepcopy(x, share=pred)
+    assert y == x and y[0] is t1 and y[1]["k"] is t2 and y[2][0] is t3 and y[2][1][0] is t4
+    for t in (t1, t2, t3, t4):
+        assert any(o is t for o in asked), t
+
+
 def test_share_not_traversed_and_not_memoized():
     seen = []
 
