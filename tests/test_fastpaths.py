@@ -57,6 +57,37 @@ def test_ordereddict(scenario):
 
 
 # ---------------------------------------------------------------------------
+# flat tuples (atomic items): placed by the list or tuple frame that meets them
+
+class MemoPeek:
+    """Shown the memo midway: logs its size and which of the source's objects it holds."""
+
+    def __init__(self, log, src):
+        self.log, self.src = log, src
+
+    def __deepcopy__(self, memo):
+        self.log.append((len(memo), sorted(i for i, o in enumerate(self.src) if id(o) in memo)))
+        return self
+
+
+def _flat_tuples():
+    log = []
+    shared = (1, [2])
+    t = (1, "a", 2.5, None, True, b"x", 3 + 1j, ...)
+    src = [(), (1,), t, t, (t,), ((1, 2), (3, 4)), (1, [2]), shared, shared, (1, (2, [3])),
+           tuple(range(9)), tuple(range(9)) + ([1],), ("a", shared), [(5, 6), ((7,), [8])]]
+    src.append(MemoPeek(log, src))
+    src.append({"k": (1, 2), "l": [(3, 4)], "t": ((5, 6), [7])})
+    return src, log
+
+
+@pytest.mark.parametrize("scenario", both_memo_modes(_flat_tuples), ids=["native", "memo"])
+def test_flat_tuples(scenario):
+    std = assert_equivalent(scenario)
+    assert std["outcome"][0] == "ok"
+
+
+# ---------------------------------------------------------------------------
 # namedtuples
 
 Point = collections.namedtuple("Point", "x y")
