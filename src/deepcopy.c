@@ -114,29 +114,29 @@ fc_deep_atomic(FcCtx *c, PyObject *x)
     return (FK_BIT(k) & FC_DEEP_ATOMIC & c->st->deep_ok) != 0;
 }
 
-/* An exact tuple of at most FC_FLAT_TUPLE atomic items, with no share
-   predicate to ask: _deepcopy_tuple returns it itself and stores nothing,
-   and the native memo cannot hold it (the walker memoizes a tuple only when
-   its copy differs; a hook that stores keys of its own leaves the memo a
-   dict).  1 | 0 */
-#define FC_FLAT_TUPLE 8
-
-FC_NOINLINE int
-fc_flat_tuple(FcCtx *c, PyObject *x)
+/* Are all of tuple x's items atomic (native mode)?  _deepcopy_tuple then
+   returns x itself and stores nothing.  1 | 0 */
+FC_INTERNAL int
+fc_tuple_atomic(FcCtx *c, PyObject *x)
 {
-    if (!(c->st->deep_ok & FK_BIT(FK_TUPLE)) || c->share != NULL) {
-        return 0;
-    }
     Py_ssize_t n = PyTuple_GET_SIZE(x);
-    if (n > FC_FLAT_TUPLE) {
-        return 0;
-    }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!fc_deep_atomic(c, PyTuple_GET_ITEM(x, i))) {
             return 0;
         }
     }
     return 1;
+}
+
+/* An exact tuple of atomic items whose copy is the walker's to make (no
+   share predicate to ask, no copier registered for tuples): its own copy,
+   and the native memo cannot hold it (the walker memoizes a tuple only when
+   its copy differs; a hook that stores keys of its own leaves the memo a
+   dict).  1 | 0 */
+FC_NOINLINE int
+fc_flat_tuple(FcCtx *c, PyObject *x)
+{
+    return (c->st->deep_ok & FK_BIT(FK_TUPLE)) && c->share == NULL && fc_tuple_atomic(c, x);
 }
 
 /* fc_memo_get_own for x, not atomic, which a frame reads through `own`

@@ -34,6 +34,9 @@ FC_INTERNAL_INLINE void fc_ctx_fini(FcCtx *c);
 /* Is x copied as itself by deepcopy, with no memo involved?  (native
    memo only)  1 | 0 */
 FC_INTERNAL_INLINE int fc_deep_atomic(FcCtx *c, PyObject *x);
+/* Are all of tuple x's items atomic, so that deepcopy returns x itself?
+   1 | 0 */
+FC_INTERNAL int fc_tuple_atomic(FcCtx *c, PyObject *x);
 /* About to run code that is not fastcopy's or the interpreter's own -- a
    hook, a reductor, __setstate__, a key's __hash__/__eq__, an iterator, a
    share= predicate, an object's own __deepcopy__: every call into Python

@@ -962,9 +962,11 @@ fc_ctx_memo_id(FcCtx *c)
  * With the collector disabled nothing is hidden: no collection can run
  * unless code asks for one, and hiding would only add its two passes (the
  * second, the tracking again, over copies long out of the cache; 6% of the
- * instructions of a 100,000-record copy).  The check is made each time a grace runs out, so
- * a hook that turns the collector on is followed within FC_GC_GRACE
- * containers.
+ * instructions of a 100,000-record copy).  A set built untracked
+ * (fc_untrack_fresh) is still listed and tracked at the end, which costs
+ * what tracking it at once would.  The check is made each time a grace
+ * runs out, so a hook that turns the collector on is followed within
+ * FC_GC_GRACE containers.
  */
 #define FC_GC_GRACE 1000
 

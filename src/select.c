@@ -539,13 +539,7 @@ fc_tape_record(FcCtx *c, FcTape *t, PyObject *x, Py_ssize_t own, int depth)
     }
     if (k == FK_TUPLE) {
         /* deepcopy returns an all-atomic tuple itself */
-        Py_ssize_t n = PyTuple_GET_SIZE(x), i;
-        for (i = 0; i < n; i++) {
-            if (!fc_deep_atomic(c, PyTuple_GET_ITEM(x, i))) {
-                break;
-            }
-        }
-        return i == n ? 2 : fc_tape_tuple(c, t, x, own, depth);
+        return fc_tuple_atomic(c, x) ? 2 : fc_tape_tuple(c, t, x, own, depth);
     }
     return k == FK_LIST ? fc_tape_list(c, t, x, own, depth) : fc_tape_dict(c, t, x, own, depth);
 }
