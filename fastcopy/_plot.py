@@ -230,8 +230,9 @@ def plot_scale(doc, path, title=None):
         rows = [r for r in doc["rows"] if r["shape"] == shape]
         impls = [k for k in ("floor", "stdlib", "copium", "fastcopy") if k in rows[0]["results"]]
         for name in impls:
-            xs = [r["n"] for r in rows]
-            ys = [r["results"][name]["ns"] for r in rows]
+            # a cell whose process was killed for memory (10M, copium) has no point
+            xs = [r["n"] for r in rows if name in r["results"]]
+            ys = [r["results"][name]["ns"] for r in rows if name in r["results"]]
             line, = ax.plot(xs, ys, marker="o", markersize=3, label=name,
                             color=_COLORS.get(name), linestyle="--" if name == "floor" else "-")
             line.set_gid("line:%s:%s" % (shape, name))

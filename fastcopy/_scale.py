@@ -174,22 +174,14 @@ def _rounds(n):
     return 7 if n <= 10_000 else 5 if n <= 100_000 else 3
 
 
-def measure(shape, n, names, use_gc, serializers=False):
-    """{impl: {"ns": ns per item, "gc_ms": full collection after the copy}} for one cell."""
-    build, floor, _ = SHAPES[shape]
-    data = build(n)
-    fns = dict(_impls(names))
-    fns["floor"] = floor
-    if serializers:
-        fns.update(_serializers(shape))
-    ref = fns["stdlib"](data)
-    for name, fn in fns.items():
-        if name in ("msgspec", "orjson"):
-            continue
-        if name not in ("stdlib", "floor") and not _shape_of(ref, fn(data)):
-            raise AssertionError("%s's copy of %s (N=%d) differs from the stdlib's"
-                                 % (name, shape, n))
-    del ref
+# Above this N a cell runs each implementation in an interpreter of its own (measure_split):
+# 10M records are 7 GiB of source, each copy 4.6 GiB more, the stdlib's memo 3 GiB, and copium
+# keeps the copy of its last call alive -- together more than a 24 GiB machine holds.
+SPLIT_N = 1_000_000
+
+
+def _time_rounds(fns, data, n, use_gc):
+    """Interleaved rounds of fns over data: {name: {"ns", "gc_ms"}} (medians)."""
     times = {name: [] for name in fns}
     gcs = {name: [] for name in fns}
     was = gc.isenabled()
@@ -217,6 +209,88 @@ def measure(shape, n, names, use_gc, serializers=False):
             gc.enable()
     return {name: {"ns": statistics.median(times[name]) / n * 1e9,
                    "gc_ms": statistics.median(gcs[name]) * 1e3} for name in fns}
+
+
+def measure(shape, n, names, use_gc, serializers=False):
+    """{impl: {"ns": ns per item, "gc_ms": full collection after the copy}} for one cell."""
+    build, floor, _ = SHAPES[shape]
+    data = build(n)
+    fns = dict(_impls(names))
+    fns["floor"] = floor
+    if serializers:
+        fns.update(_serializers(shape))
+    ref = fns["stdlib"](data)
+    for name, fn in fns.items():
+        if name in ("msgspec", "orjson"):
+            continue
+        if name not in ("stdlib", "floor") and not _shape_of(ref, fn(data)):
+            raise AssertionError("%s's copy of %s (N=%d) differs from the stdlib's"
+                                 % (name, shape, n))
+    del ref
+    return _time_rounds(fns, data, n, use_gc)
+
+
+def measure_one(shape, n, impl, use_gc):
+    """One implementation and the floor, interleaved, in this process: measure_split's child.
+    The copy is checked against the floor's: by shape for the graph (its nodes share), by
+    value (==) for the others -- the id tables of _shape_of for 10M records would not fit
+    beside the copies (up to SPLIT_N every cell is checked by shape against the stdlib's)."""
+    build, floor, _ = SHAPES[shape]
+    data = build(n)
+    if impl in ("msgspec", "orjson"):
+        fn = _serializers(shape)[impl]
+    else:
+        fn = _impls([impl])[impl]
+        ref, got = floor(data), fn(data)
+        same = _shape_of(ref, got) if shape == "graph" else ref == got
+        del ref, got
+        if not same:
+            raise AssertionError("%s's copy of %s (N=%d) differs from the floor's"
+                                 % (impl, shape, n))
+    return _time_rounds({impl: fn, "floor": floor}, data, n, use_gc)
+
+
+_SPLIT_CHILD = r"""
+import json, sys
+sys.path[:0] = %(path)r
+from fastcopy import _scale
+print(json.dumps(_scale.measure_one(%(shape)r, %(n)d, %(impl)r, %(use_gc)r)))
+"""
+
+
+def measure_split(shape, n, names, use_gc, serializers=False):
+    """measure() for a cell too big for one process: each implementation in a fresh
+    interpreter with the floor beside it (measure_one).  The floor reported is the one timed
+    beside fastcopy; fastcopy's ratio to it comes from one process, its ratios to the others
+    from separate ones.  "floors" keeps every child's floor (how much they moved)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    impls = [m for m in names if m in _impls(names)]
+    if serializers:
+        impls += [m for m in ("msgspec", "orjson") if m in _serializers(shape)]
+    out, floors, failed = {}, {}, {}
+    for impl in impls:
+        code = _SPLIT_CHILD % {"path": [root], "shape": shape, "n": n, "impl": impl,
+                               "use_gc": use_gc}
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if proc.returncode < 0 or (proc.returncode != 0 and "MemoryError" in proc.stderr):
+            # killed (the kernel's OOM killer: copium's retained copy at 10M records on a
+            # 24 GiB machine) or out of memory: that column stays empty, the row goes on
+            failed[impl] = ("killed by signal %d" % -proc.returncode if proc.returncode < 0
+                            else "MemoryError")
+            continue
+        if proc.returncode != 0:
+            raise RuntimeError("the %s cell of %s (N=%d) failed in its process:\n%s"
+                               % (impl, shape, n, proc.stderr[-2000:]))
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        out[impl] = r[impl]
+        floors[impl] = r["floor"]
+    if "fastcopy" not in out:
+        raise RuntimeError("fastcopy's cell of %s (N=%d) failed: %s"
+                           % (shape, n, failed.get("fastcopy")))
+    out["floor"] = floors["fastcopy"]
+    out["floors"] = floors
+    out["failed"] = failed
+    return out
 
 
 _RSS_CHILD = r"""
@@ -265,8 +339,11 @@ def _parser():
     p.add_argument("--shape", action="append", choices=sorted(SHAPES),
                    help="shape (repeatable; default: all)")
     p.add_argument("--max-n", type=int, default=1_000_000, metavar="N",
-                   help="largest N (default 1,000,000; 10,000,000 adds that size: minutes "
-                        "and several GiB)")
+                   help="largest N (default 1,000,000; 10,000,000 adds that size, each "
+                        "implementation in a process of its own with the floor beside it: "
+                        "10-20 minutes a shape and up to 17 GiB of memory)")
+    p.add_argument("--min-n", type=int, default=1_000, metavar="N",
+                   help="smallest N (default 1,000)")
     p.add_argument("--gc", choices=("off", "on"), default="off",
                    help="the collector during the timed copies (default off)")
     p.add_argument("--rss", action="store_true",
@@ -287,7 +364,7 @@ def main(argv, out=None, err=None):
     err = err or sys.stderr
     args = _parser().parse_args(argv)
     shapes = args.shape or list(SHAPES)
-    sizes = [n for n in SIZES + (10_000_000,) if n <= args.max_n]
+    sizes = [n for n in SIZES + (10_000_000,) if args.min_n <= n <= args.max_n]
     names = ["stdlib", "fastcopy"] + ([] if args.no_copium else ["copium"])
     if args.plot:
         from . import _plot
@@ -302,22 +379,33 @@ def main(argv, out=None, err=None):
     for shape in shapes:
         for n in sizes:
             print("[%s N=%d]" % (shape, n), file=err, flush=True)
-            r = measure(shape, n, names, args.gc == "on", args.serializers)
+            split = n > SPLIT_N
+            r = (measure_split if split else measure)(shape, n, names, args.gc == "on",
+                                                      args.serializers)
+            floors, failed = r.pop("floors", None), r.pop("failed", {})
             row = {"shape": shape, "n": n, "gc": args.gc, "results": r}
+            if split:
+                row["split"] = {"floors": floors, "failed": failed}
             if args.rss and n >= 100_000:
                 row["rss"] = {c: peak_rss(shape, n, c) for c in cols}
             rows.append(row)
             ratio = r["fastcopy"]["ns"] / r["floor"]["ns"]
             vs = ("%.2fx" % (r["copium"]["ns"] / r["fastcopy"]["ns"])) if "copium" in r else "-"
-            print("%-14s %10d  %s  %14.2fx  %18s   %6.1f %6.1f" % (
-                shape, n, "  ".join("%10.0f" % r[c]["ns"] for c in cols), ratio, vs,
-                r["stdlib"]["gc_ms"], r["fastcopy"]["gc_ms"]), file=out, flush=True)
+            print("%-14s %10d  %s  %14.2fx  %18s   %6s %6.1f" % (
+                shape, n, "  ".join("%10.0f" % r[c]["ns"] if c in r else "%10s" % "-"
+                                    for c in cols), ratio, vs,
+                "%.1f" % r["stdlib"]["gc_ms"] if "stdlib" in r else "-",
+                r["fastcopy"]["gc_ms"]), file=out, flush=True)
             sers = [k for k in ("msgspec", "orjson") if k in r]
             if sers:
                 print("%-14s %10s  %s" % ("", "", "  ".join(
                     "%s %.0f ns (fastcopy %.2fx faster)" % (k, r[k]["ns"], r[k]["ns"]
                                                             / r["fastcopy"]["ns"])
                     for k in sers)), file=out, flush=True)
+            if split:
+                print("%-14s %10s  each in a process of its own, the floor beside it: %s%s" % (
+                    "", "", "  ".join("%s %.0f" % (k, v["ns"]) for k, v in floors.items()),
+                    "".join("; %s: %s" % kv for kv in failed.items())), file=out, flush=True)
             if "rss" in row:
                 print("%-14s %10s  %s  (peak MiB added)" % ("", "", "  ".join(
                     "%10.1f" % (row["rss"][c] / 2**20) for c in cols)), file=out, flush=True)

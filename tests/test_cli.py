@@ -337,6 +337,69 @@ class ScaleBenchmark(unittest.TestCase):
             self.assertTrue(_scale._shape_of(copy.deepcopy(data), floor(data)), shape)
             self.assertFalse(_scale._shape_of(data, [data]), shape)
 
+    def test_split_cells_one_process_each(self):
+        """Above SPLIT_N (10M items) each implementation runs in a process of its own, with the
+        floor beside it; the same code path, tried on a small N here."""
+        from fastcopy import _scale
+        with unittest.mock.patch.object(_scale, "SPLIT_N", 500), \
+                unittest.mock.patch.object(_scale, "SIZES", (1000,)), \
+                unittest.mock.patch.object(_scale, "_rounds", lambda n: 1), \
+                tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "scale.json")
+            rc, out, err = run_main("--scale", "--shape", "records", "--shape", "graph",
+                                    "--no-copium", "--min-n", "1000", "--max-n", "1000",
+                                    "--json", path)
+            self.assertEqual(rc, 0, err)
+            with open(path) as f:
+                doc = json.load(f)
+        self.assertIn("each in a process of its own", out)
+        for row in doc["rows"]:
+            self.assertEqual(set(row["results"]), {"floor", "stdlib", "fastcopy"})
+            self.assertEqual(set(row["split"]["floors"]), {"stdlib", "fastcopy"})
+            self.assertEqual(row["split"]["failed"], {})
+            # the floor reported is the one timed beside fastcopy
+            self.assertEqual(row["results"]["floor"], row["split"]["floors"]["fastcopy"])
+
+    def test_split_cell_survives_a_killed_child(self):
+        """A child the kernel kills for memory (copium at 10M records on 24 GiB) leaves its
+        column empty and the row goes on; fastcopy's own child failing is an error."""
+        from fastcopy import _scale
+        real_run = subprocess.run
+
+        def run(cmd, **kw):
+            if "'copium'" in cmd[-1]:
+                return subprocess.CompletedProcess(cmd, -9, "", "")
+            return real_run(cmd, **kw)
+
+        names = ["stdlib", "fastcopy", "copium"]
+        with unittest.mock.patch.object(_scale, "_impls",
+                                        lambda ns: {n: None for n in names if n in ns}), \
+                unittest.mock.patch.object(subprocess, "run", run):
+            r = _scale.measure_split("records", 300, names, False)
+        self.assertEqual(r["failed"], {"copium": "killed by signal 9"})
+        self.assertNotIn("copium", r)
+        self.assertEqual(set(r["floors"]), {"stdlib", "fastcopy"})
+
+        def run_all_killed(cmd, **kw):
+            return subprocess.CompletedProcess(cmd, -9, "", "")
+
+        with unittest.mock.patch.object(subprocess, "run", run_all_killed):
+            with self.assertRaisesRegex(RuntimeError, "fastcopy's cell"):
+                _scale.measure_split("records", 300, ["stdlib", "fastcopy"], False)
+
+    def test_split_child_checks_the_copy(self):
+        """measure_one compares the copy with the floor's: by value, by shape for the graph."""
+        from fastcopy import _scale
+        for shape, broken in (("records", lambda x: [dict(d, id=-1) for d in x]),
+                              ("graph", lambda x: [dict(d) for d in x])):   # edges shared
+            with unittest.mock.patch.object(_scale, "_impls",
+                                            lambda names: {names[0]: broken}), \
+                    unittest.mock.patch.object(_scale, "_rounds", lambda n: 1):
+                with self.assertRaisesRegex(AssertionError, "differs from the floor's"):
+                    _scale.measure_one(shape, 200, "fastcopy", False)
+        r = _scale.measure_one("graph", 200, "fastcopy", False)
+        self.assertEqual(set(r), {"fastcopy", "floor"})
+
     def test_peak_rss_child(self):
         if sys.platform == "win32":
             self.skipTest("the resource module is POSIX")
