@@ -341,9 +341,9 @@ class ScaleBenchmark(unittest.TestCase):
         """Above SPLIT_N (10M items) each implementation runs in a process of its own, with the
         floor beside it; the same code path, tried on a small N here."""
         from fastcopy import _scale
-        with unittest.mock.patch.object(_scale, "SPLIT_N", 500), \
-                unittest.mock.patch.object(_scale, "SIZES", (1000,)), \
-                unittest.mock.patch.object(_scale, "_rounds", lambda n: 1), \
+        with mock.patch.object(_scale, "SPLIT_N", 500), \
+                mock.patch.object(_scale, "SIZES", (1000,)), \
+                mock.patch.object(_scale, "_rounds", lambda n: 1), \
                 tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "scale.json")
             rc, out, err = run_main("--scale", "--shape", "records", "--shape", "graph",
@@ -372,9 +372,9 @@ class ScaleBenchmark(unittest.TestCase):
             return real_run(cmd, **kw)
 
         names = ["stdlib", "fastcopy", "copium"]
-        with unittest.mock.patch.object(_scale, "_impls",
+        with mock.patch.object(_scale, "_impls",
                                         lambda ns: {n: None for n in names if n in ns}), \
-                unittest.mock.patch.object(subprocess, "run", run):
+                mock.patch.object(subprocess, "run", run):
             r = _scale.measure_split("records", 300, names, False)
         self.assertEqual(r["failed"], {"copium": "killed by signal 9"})
         self.assertNotIn("copium", r)
@@ -383,7 +383,7 @@ class ScaleBenchmark(unittest.TestCase):
         def run_all_killed(cmd, **kw):
             return subprocess.CompletedProcess(cmd, -9, "", "")
 
-        with unittest.mock.patch.object(subprocess, "run", run_all_killed):
+        with mock.patch.object(subprocess, "run", run_all_killed):
             with self.assertRaisesRegex(RuntimeError, "fastcopy's cell"):
                 _scale.measure_split("records", 300, ["stdlib", "fastcopy"], False)
 
@@ -392,9 +392,9 @@ class ScaleBenchmark(unittest.TestCase):
         from fastcopy import _scale
         for shape, broken in (("records", lambda x: [dict(d, id=-1) for d in x]),
                               ("graph", lambda x: [dict(d) for d in x])):   # edges shared
-            with unittest.mock.patch.object(_scale, "_impls",
+            with mock.patch.object(_scale, "_impls",
                                             lambda names: {names[0]: broken}), \
-                    unittest.mock.patch.object(_scale, "_rounds", lambda n: 1):
+                    mock.patch.object(_scale, "_rounds", lambda n: 1):
                 with self.assertRaisesRegex(AssertionError, "differs from the floor's"):
                     _scale.measure_one(shape, 200, "fastcopy", False)
         r = _scale.measure_one("graph", 200, "fastcopy", False)
