@@ -341,7 +341,7 @@ def _parser():
     p.add_argument("--max-n", type=int, default=1_000_000, metavar="N",
                    help="largest N (default 1,000,000; 10,000,000 adds that size, each "
                         "implementation in a process of its own with the floor beside it: "
-                        "10-20 minutes a shape and up to 17 GiB of memory)")
+                        "half an hour a shape and close to 20 GiB of memory for records)")
     p.add_argument("--min-n", type=int, default=1_000, metavar="N",
                    help="smallest N (default 1,000)")
     p.add_argument("--gc", choices=("off", "on"), default="off",
