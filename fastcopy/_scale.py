@@ -118,6 +118,9 @@ def _impls(names):
     return out
 
 
+SERIALIZERS = ("msgspec", "orjson")
+
+
 def _serializers(shape):
     """The serializer round trips users reach for instead of a deep copy of JSON-like data,
     where installed: {name: fn}.  Not copies (tuples come back as lists, int keys as strs with
@@ -221,7 +224,7 @@ def measure(shape, n, names, use_gc, serializers=False):
         fns.update(_serializers(shape))
     ref = fns["stdlib"](data)
     for name, fn in fns.items():
-        if name in ("msgspec", "orjson"):
+        if name in SERIALIZERS:
             continue
         if name not in ("stdlib", "floor") and not _shape_of(ref, fn(data)):
             raise AssertionError("%s's copy of %s (N=%d) differs from the stdlib's"
@@ -237,7 +240,7 @@ def measure_one(shape, n, impl, use_gc):
     beside the copies (up to SPLIT_N every cell is checked by shape against the stdlib's)."""
     build, floor, _ = SHAPES[shape]
     data = build(n)
-    if impl in ("msgspec", "orjson"):
+    if impl in SERIALIZERS:
         fn = _serializers(shape)[impl]
     else:
         fn = _impls([impl])[impl]
@@ -248,6 +251,14 @@ def measure_one(shape, n, impl, use_gc):
             raise AssertionError("%s's copy of %s (N=%d) differs from the floor's"
                                  % (impl, shape, n))
     return _time_rounds({impl: fn, "floor": floor}, data, n, use_gc)
+
+
+def _child(template, **fields):
+    """Run template (filled with fields and this checkout's path) in a fresh interpreter:
+    the CompletedProcess, output captured as text."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = template % dict(fields, path=[root])
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 
 
 _SPLIT_CHILD = r"""
@@ -263,20 +274,17 @@ def measure_split(shape, n, names, use_gc, serializers=False):
     interpreter with the floor beside it (measure_one).  The floor reported is the one timed
     beside fastcopy; fastcopy's ratio to it comes from one process, its ratios to the others
     from separate ones.  "floors" keeps every child's floor (how much they moved)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     impls = [m for m in names if m in _impls(names)]
     if serializers:
-        impls += [m for m in ("msgspec", "orjson") if m in _serializers(shape)]
+        impls += [m for m in SERIALIZERS if m in _serializers(shape)]
     out, floors, failed = {}, {}, {}
     for impl in impls:
-        code = _SPLIT_CHILD % {"path": [root], "shape": shape, "n": n, "impl": impl,
-                               "use_gc": use_gc}
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        if proc.returncode < 0 or (proc.returncode != 0 and "MemoryError" in proc.stderr):
-            # killed (the kernel's OOM killer: copium's retained copy at 10M records on a
-            # 24 GiB machine) or out of memory: that column stays empty, the row goes on
-            failed[impl] = ("killed by signal %d" % -proc.returncode if proc.returncode < 0
-                            else "MemoryError")
+        proc = _child(_SPLIT_CHILD, shape=shape, n=n, impl=impl, use_gc=use_gc)
+        if proc.returncode == -9 or (proc.returncode != 0 and "MemoryError" in proc.stderr):
+            # out of memory: SIGKILL from the kernel's OOM killer (copium's retained copy at
+            # 10M records on a 24 GiB machine), or a MemoryError; that column stays empty and
+            # the row goes on.  Any other death (a crash) is an error like any failure.
+            failed[impl] = ("killed by signal 9" if proc.returncode == -9 else "MemoryError")
             continue
         if proc.returncode != 0:
             raise RuntimeError("the %s cell of %s (N=%d) failed in its process:\n%s"
@@ -321,10 +329,8 @@ print(peak() - before)
 def peak_rss(shape, n, impl):
     """Bytes a copy adds to the process's peak resident memory (a fresh process; POSIX:
     the resource module)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    code = _RSS_CHILD % {"path": [root], "shape": shape, "n": n, "impl": impl}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = _child(_RSS_CHILD, shape=shape, n=n, impl=impl)
+    out.check_returncode()
     return int(out.stdout.split()[-1])
 
 
@@ -396,7 +402,7 @@ def main(argv, out=None, err=None):
                                     for c in cols), ratio, vs,
                 "%.1f" % r["stdlib"]["gc_ms"] if "stdlib" in r else "-",
                 r["fastcopy"]["gc_ms"]), file=out, flush=True)
-            sers = [k for k in ("msgspec", "orjson") if k in r]
+            sers = [k for k in SERIALIZERS if k in r]
             if sers:
                 print("%-14s %10s  %s" % ("", "", "  ".join(
                     "%s %.0f ns (fastcopy %.2fx faster)" % (k, r[k]["ns"], r[k]["ns"]

@@ -341,10 +341,7 @@ class ScaleBenchmark(unittest.TestCase):
         """Above SPLIT_N (10M items) each implementation runs in a process of its own, with the
         floor beside it; the same code path, tried on a small N here."""
         from fastcopy import _scale
-        with mock.patch.object(_scale, "SPLIT_N", 500), \
-                mock.patch.object(_scale, "SIZES", (1000,)), \
-                mock.patch.object(_scale, "_rounds", lambda n: 1), \
-                tempfile.TemporaryDirectory() as d:
+        with mock.patch.object(_scale, "SPLIT_N", 500), tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "scale.json")
             rc, out, err = run_main("--scale", "--shape", "records", "--shape", "graph",
                                     "--no-copium", "--min-n", "1000", "--max-n", "1000",
@@ -362,7 +359,8 @@ class ScaleBenchmark(unittest.TestCase):
 
     def test_split_cell_survives_a_killed_child(self):
         """A child the kernel kills for memory (copium at 10M records on 24 GiB) leaves its
-        column empty and the row goes on; fastcopy's own child failing is an error."""
+        column empty and the row goes on; fastcopy's own child failing, or any child crashing,
+        is an error."""
         from fastcopy import _scale
         real_run = subprocess.run
 
@@ -385,6 +383,13 @@ class ScaleBenchmark(unittest.TestCase):
 
         with mock.patch.object(subprocess, "run", run_all_killed):
             with self.assertRaisesRegex(RuntimeError, "fastcopy's cell"):
+                _scale.measure_split("records", 300, ["stdlib", "fastcopy"], False)
+
+        def run_crashed(cmd, **kw):                      # SIGSEGV: not a want of memory
+            return subprocess.CompletedProcess(cmd, -11, "", "")
+
+        with mock.patch.object(subprocess, "run", run_crashed):
+            with self.assertRaisesRegex(RuntimeError, "failed in its process"):
                 _scale.measure_split("records", 300, ["stdlib", "fastcopy"], False)
 
     def test_split_child_checks_the_copy(self):
