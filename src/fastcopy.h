@@ -503,6 +503,10 @@ typedef struct {
     Py_ssize_t nidx;              /* entries [nidx, n) are proven-fresh ones
                                      not in the index yet (memo.c, "Proven
                                      misses"); nidx == n otherwise */
+    Py_ssize_t prove_mask;        /* misses are proven once mask >= this */
+    Py_ssize_t ncatch, ncaught;   /* catch-up passes, and the entries they
+                                     indexed, while the index is small (all
+                                     three set with the first index) */
     PyObject **ghost;             /* temporaries not made yet: records of */
     Py_ssize_t nghost, capghost;  /*   FC_GHOST_HEAD words + items (memo.c) */
     PyObject *grave;              /* list: temporaries whose address is a key */

@@ -74,16 +74,19 @@ def test_shared_values_in_prefilled_dicts():
     assert_equivalent(scenario)
 
 
+class Peek:
+    """A hook that records the memo it is shown: every entry, in order, keep-alive list too."""
+
+    def __init__(self, log, src):
+        self.log, self.src = log, src
+
+    def __deepcopy__(self, memo):
+        self.log.append(shape.memo_picture(memo, source=self.src[0]))
+        return self
+
+
 def test_the_memo_seen_after_a_big_copy():
     """A hook placed last is shown every entry, in the stdlib's order, keep-alive list too."""
-    class Peek:
-        def __init__(self, log, src):
-            self.log, self.src = log, src
-
-        def __deepcopy__(self, memo):
-            self.log.append(shape.memo_picture(memo, source=self.src[0]))
-            return self
-
     def scenario(impl):
         log, holder = [], [None]
         src = _records(2500) + [Peek(log, holder)]
@@ -92,8 +95,37 @@ def test_the_memo_seen_after_a_big_copy():
     assert_equivalent(scenario)
 
 
+def _shared_rows(n, thin):
+    # each row meets a shared list after two fresh containers (thin: the catch-up passes
+    # index two entries at a time) or seven
+    pool = [[i] for i in range(max(1, n // 10))]
+    if thin:
+        return [(pool[i * 7 % len(pool)], [i]) for i in range(n)]
+    return [(pool[i * 7 % len(pool)], [[i], [i], [i]], {"d": [i]}) for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [3000, 40000])
+@pytest.mark.parametrize("thin", [True, False], ids=["thin", "thick"])
+def test_catching_up_a_few_entries_at_a_time(n, thin):
+    """Misses are proven from an index of 2^14 slots; a copy whose catch-up passes index a
+    few entries each stops proving them until the index is past 2^17 (memo.c,
+    FC_THIN_CATCH), with entries pending at the switch.  A hook midway copies, through the
+    memo it is shown, an object first met through its only reference; another, last, is
+    shown the whole memo.  Both see the stdlib's, and the sharing is the stdlib's."""
+    def scenario(impl):
+        log, holder = [], [None]
+        src = _shared_rows(n, thin)
+        mid = len(src) // 2
+        src.insert(mid, Grab(src[mid - 1], 1, log, impl))
+        src.append(Peek(log, holder))
+        holder[0] = src
+        return Case(src, lambda: impl.deepcopy(src), log=log)
+    assert_equivalent(scenario)
+
+
 def _flat_tuple_records(n):
-    # past the size where misses are proven (some 64K entries: 7 a record); "s" is a tuple
+    # past the size where misses are proven whatever the copy (some 64K entries: 7 a
+    # record); "s" is a tuple
     # that is not flat, met twice
     out = []
     for i in range(n):
