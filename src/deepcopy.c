@@ -917,11 +917,29 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         }
         if (native) {
             /* k and v are borrowed from x's entry (fc_dict_own: how many
-               references to them this frame can vouch for) */
-            Py_ssize_t own = FC_UNLIKELY(fc_memo_proving(&c->native)) ? fc_dict_own(c, f, k, v) : 0;
-            PyObject *cv = fc_deep_atomic(c, v) ? v : fc_read_lookup(c, v, own);
+               references to them this frame can vouch for, worked out only
+               for one that is looked up -- most keys and values are atomic,
+               and it cost a prefilled dict's entry 25 instructions) */
+            int proving = FC_UNLIKELY(fc_memo_proving(&c->native));
+            Py_ssize_t own = -1;
+            PyObject *cv = v;
+            if (!fc_deep_atomic(c, v)) {
+                /* a count over 2 proves nothing, whatever the frame vouches
+                   for (1 or 2): PY_SSIZE_T_MAX, a count no object has, makes
+                   the proof fail without working that out (a shared value) */
+                Py_ssize_t ov = !proving ? 0
+                                : Py_REFCNT(v) > 2 ? PY_SSIZE_T_MAX
+                                : (own = fc_dict_own(c, f, k, v));
+                cv = fc_read_lookup(c, v, ov);
+            }
             if (cv != NULL) {
-                PyObject *ck = fc_deep_atomic(c, k) ? k : fc_memo_get_own(&c->native, k, own);
+                PyObject *ck = k;
+                if (!fc_deep_atomic(c, k)) {
+                    if (own < 0) {
+                        own = proving ? fc_dict_own(c, f, k, v) : 0;
+                    }
+                    ck = fc_memo_get_own(&c->native, k, own);
+                }
                 if (ck != NULL) {
                     if (!(f->prefill && cv == v)) {
                         /* a key's __hash__/__eq__ may drop x's references:
