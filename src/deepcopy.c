@@ -916,27 +916,30 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return 1;
         }
         if (native) {
-            /* k and v are borrowed from x's entry (fc_dict_own: how many
-               references to them this frame can vouch for, worked out only
-               for one that is looked up -- most keys and values are atomic,
-               and it cost a prefilled dict's entry 25 instructions) */
-            int proving = FC_UNLIKELY(fc_memo_proving(&c->native));
-            Py_ssize_t own = -1;
+            /* k and v are borrowed from x's entry.  How many references to
+               them the frame vouches for (fc_dict_own: 25 instructions on a
+               prefilled dict) is worked out only for one that is looked up
+               while misses are proven; own < 0: not yet */
+            Py_ssize_t own = FC_UNLIKELY(fc_memo_proving(&c->native)) ? -1 : 0;
             PyObject *cv = v;
             if (!fc_deep_atomic(c, v)) {
-                /* a count over 2 proves nothing, whatever the frame vouches
-                   for (1 or 2): PY_SSIZE_T_MAX, a count no object has, makes
-                   the proof fail without working that out (a shared value) */
-                Py_ssize_t ov = !proving ? 0
-                                : Py_REFCNT(v) > 2 ? PY_SSIZE_T_MAX
-                                : (own = fc_dict_own(c, f, k, v));
+                /* a shared value: a count over 2 can equal nothing the frame
+                   vouches for (1 or 2), so PY_SSIZE_T_MAX, a count no object
+                   has, fails the proof without working it out.  The one
+                   answer that differs from own 0's plain lookup is the flat
+                   tuple's (itself), which the memo cannot hold
+                   (fc_read_lookup) */
+                Py_ssize_t ov = own;
+                if (ov < 0) {
+                    ov = Py_REFCNT(v) > 2 ? PY_SSIZE_T_MAX : (own = fc_dict_own(c, f, k, v));
+                }
                 cv = fc_read_lookup(c, v, ov);
             }
             if (cv != NULL) {
                 PyObject *ck = k;
                 if (!fc_deep_atomic(c, k)) {
                     if (own < 0) {
-                        own = proving ? fc_dict_own(c, f, k, v) : 0;
+                        own = fc_dict_own(c, f, k, v);
                     }
                     ck = fc_memo_get_own(&c->native, k, own);
                 }
@@ -3237,6 +3240,9 @@ fc_ctx_fini(FcCtx *c)
     if (c->frames != c->small_frames) {
         fc_spare_give(c->native.spare, FC_SPARE_FRAMES, c->frames,
                       sizeof(FcFrame) * (size_t)c->capframes);
+    }
+    if (c->native.index != NULL && fc_memo_caught_thinly(&c->native)) {
+        c->st->test.memo_thin++;
     }
     fc_memo_clear(&c->native);
     Py_CLEAR(c->memo);

@@ -406,6 +406,14 @@ fc_memo_get(FcMemo *m, PyObject *key)
 #  define FC_PROVEN_MISS 0
 #endif
 
+/* Did this call go back to proving misses from 2^17 slots (FC_THIN_CATCH)?
+   Read by the tests' counter.  1 | 0 */
+FC_INTERNAL int
+fc_memo_caught_thinly(FcMemo *m)
+{
+    return m->index != NULL && m->prove_mask == FC_PROVEN_FAR_MASK;
+}
+
 /* Are proven misses in use for this table now?  1 | 0 */
 FC_INTERNAL_INLINE int
 fc_memo_proving(FcMemo *m)
@@ -421,7 +429,7 @@ FC_INTERNAL_INLINE int
 fc_memo_prove_miss(FcMemo *m, PyObject *key, Py_ssize_t own)
 {
 #if FC_PROVEN_MISS
-    if (own != 0 && m->mask >= FC_PROVEN_MIN_MASK && m->mask >= m->prove_mask) {
+    if (own != 0 && fc_memo_proving(m)) {
         if (Py_REFCNT(key) != own) {
             return 0;
         }

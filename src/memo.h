@@ -34,6 +34,9 @@ FC_INTERNAL_INLINE int fc_memo_prove_miss(FcMemo *m, PyObject *key, Py_ssize_t o
 /* Is fc_memo_get_own answering misses without a probe for this table
    (a big one, on a build where counts are exact)?  1 | 0 */
 FC_INTERNAL_INLINE int fc_memo_proving(FcMemo *m);
+/* Has this call gone back to proving misses only past the caches, as one
+   that catches up a few entries at a time (memo.c, FC_THIN_CATCH)?  1 | 0 */
+FC_INTERNAL int fc_memo_caught_thinly(FcMemo *m);
 /* Was key the last lookup, a miss, with nothing inserted since?  1 | 0 */
 FC_INTERNAL_INLINE int fc_memo_missed(FcMemo *m, PyObject *key);
 /* memo[id(key)] = value (borrowed; a new reference is taken).  No user

@@ -418,7 +418,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
     int watcher = -1;
 #endif
     return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,"
-                         "s:i,s:n}",
+                         "s:i,s:n,s:n}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
                          "frame_size", (int)sizeof(FcFrame),
@@ -438,7 +438,8 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "set_ghosts", st->test.set_ghosts,
                          "slot_ghosts", st->test.slot_ghosts,
                          "dict_slots_ok", st->dict_slots_ok,
-                         "dict_puts", st->test.dict_puts);
+                         "dict_puts", st->test.dict_puts,
+                         "memo_thin", st->test.memo_thin);
 }
 
 static PyMethodDef fc_methods[] = {

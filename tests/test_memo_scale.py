@@ -10,11 +10,16 @@ compare everything with the stdlib.
 import copy
 import functools
 import sys
+import sysconfig
 
 import pytest
 
 import shape
 from shape import Case, assert_equivalent
+
+# builds where reference counts are exact and misses are proven (src/memo.c, FC_PROVEN_MISS)
+_PROVEN_MISSES = (not sysconfig.get_config_var("Py_GIL_DISABLED")
+                  and sys.version_info < (3, 14))
 
 
 def _records(n):
@@ -121,6 +126,52 @@ def test_catching_up_a_few_entries_at_a_time(n, thin):
         holder[0] = src
         return Case(src, lambda: impl.deepcopy(src), log=log)
     assert_equivalent(scenario)
+    fc = shape.fastcopy_module()
+    if fc is not None and _PROVEN_MISSES:
+        # the shapes do what their names say: only the thin rows went back to 2^17
+        thin_calls = lambda: fc._fastcopy._sysinfo()["memo_thin"]
+        before = thin_calls()
+        scenario(fc).call()
+        assert thin_calls() - before == (1 if thin else 0)
+
+
+def test_values_with_three_references_and_tuple_keys():
+    """While misses are proven, a dict frame works out how many references it vouches for
+    only for a value or key it looks up, and not for a value referenced 3 times or more,
+    whose count proves nothing: shared lists, a shared flat tuple (its own copy) and a
+    shared tuple that is not flat are found again as the stdlib finds them; a tuple key
+    beside an atomic value, and one beside a fresh list, still get a count of their own.
+    Copied alone, and while an earlier copy lives (every count one higher)."""
+    def rows(n):
+        shared, flat, deep = [0], (1, "f"), ([2],)
+        # one shared lookup a row among eight new lists: the copy catches up thickly and
+        # proves misses from 2^14 to the end
+        out = []
+        for i in range(n):
+            d = {"s": shared, "f": flat, "d": deep if i % 50 == 0 else None, (i, "k"): i}
+            d.update(("l%d" % j, [i]) for j in range(8))
+            if i % 50 == 0:
+                d[(i, ("n",))] = [i]
+            out.append(d)
+        return out
+
+    def scenario(impl):
+        src = rows(3000)
+        return Case(src, lambda: impl.deepcopy(src))
+    assert_equivalent(scenario)
+
+    def kept(impl):
+        src = rows(3000)
+        earlier = impl.deepcopy(src)
+        return Case(src, lambda: [impl.deepcopy(src), earlier][0])
+    assert_equivalent(kept)
+    fc = shape.fastcopy_module()
+    if fc is not None and _PROVEN_MISSES:
+        # the copy proved misses from 2^14 to the end (it did not catch up thinly)
+        thin_calls = lambda: fc._fastcopy._sysinfo()["memo_thin"]
+        before = thin_calls()
+        scenario(fc).call()
+        assert thin_calls() == before
 
 
 def _flat_tuple_records(n):
@@ -219,6 +270,10 @@ class Fin:
             if rec[key] is None:
                 continue
             self.tail.append((j, rec[key]))
+            if j % 5 == 0:
+                # a third reference: a count that proves nothing (the dict frame does
+                # not work out its own for it)
+                self.tail.append((j, rec[key]))
             if j % 3 == 0:
                 rec[key] = None          # moved: the tail holds its only reference now
         Fin(self.src, self.tail, self.rng)       # the next one, for a later collection
