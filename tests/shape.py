@@ -17,6 +17,8 @@ skipped when the fastcopy core is not built.
 """
 import copy as _stdcopy
 import enum
+import functools
+import gc
 import os
 import subprocess
 import sys
@@ -33,11 +35,22 @@ _OPAQUE_TYPES = (type, types.FunctionType, types.BuiltinFunctionType,
 _MISSING = object()
 
 
+# exact builtin containers: not value-like, no __dict__, no slots (the walk's common nodes,
+# answered without the general checks below)
+_PLAIN_CONTAINERS = frozenset((list, tuple, dict, set, frozenset))
+_VALUE_SET = frozenset(_VALUE_TYPES)
+
+
 def _value_repr(o):
+    t = type(o)
+    if t in _PLAIN_CONTAINERS:
+        return None
+    if t is float and o != o:
+        return "nan"
+    if t in _VALUE_SET:
+        return repr(o)
     if isinstance(o, float) and o != o:
         return "nan"
-    if type(o) in _VALUE_TYPES:
-        return repr(o)
     # subclasses of value types: compare the base value, not a custom repr
     for base in _VALUE_TYPES:
         if isinstance(o, base) and base is not bool:
@@ -72,7 +85,17 @@ def children(o):
     """(kind, [child objects]) for one node, without running user hooks
     except a type's own iteration.  Order is deterministic."""
     t = type(o)
-    if isinstance(o, _OPAQUE_TYPES) or t in _VALUE_TYPES:
+    if t is list or t is tuple:
+        return list(o)
+    if t is dict:
+        kids = []
+        for k, v in list(dict.items(o)):
+            kids.append(k)
+            kids.append(v)
+        return kids
+    if t in _VALUE_SET:
+        return []
+    if isinstance(o, _OPAQUE_TYPES):
         kids = []
     elif isinstance(o, (list, tuple)):
         kids = list(list.__iter__(o) if isinstance(o, list) else tuple.__iter__(o))
@@ -105,6 +128,23 @@ def children(o):
     return kids
 
 
+def _without_gc(fn):
+    """Run a walk with the cyclic collector paused: a walk of a big result allocates
+    millions of tokens, and every collection it would trigger traverses the whole heap
+    (the test's sources and results included) -- most of a big test's time otherwise."""
+    @functools.wraps(fn)
+    def walk(*args, **kwargs):
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
+    return walk
+
+
+@_without_gc
 def number(root):
     """id -> walk index for every node reachable from root (iterative)."""
     seen = {}
@@ -121,6 +161,7 @@ def number(root):
     return seen, keep
 
 
+@_without_gc
 def shape(result, source=_MISSING):
     """Token list describing result's types, values and aliasing."""
     src_ids, _keep_src = number(source) if source is not _MISSING else ({}, [])
@@ -195,6 +236,7 @@ def _label_map(result, source, keepalive):
     return labels
 
 
+@_without_gc
 def memo_picture(memo, result=_MISSING, source=_MISSING):
     """Keys, values and keep-alive list of a memo, as labels relative to the
     source (keys, keep-alive) and to the result (values)."""
