@@ -1048,7 +1048,7 @@ fc_tuple_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         return 1;
     }
     PyObject *hit;
-    int r = fc_memo_getitem(c, x, &hit);
+    int r = fc_memo_getitem(c, x, f->u.tuple.since, &hit);
     if (r < 0) {
         return -1;
     }
@@ -2862,7 +2862,11 @@ FC_INLINE PyObject *
 fc_enter_tuple(FcCtx *c, PyObject *x)
 {
     PyObject *y;
+    Py_ssize_t since = 0;     /* x missed the table of so many entries (+1) */
     if (c->mode == FC_MEMO_NATIVE) {
+        if (fc_memo_missed(&c->native, x)) {
+            since = c->native.n + 1;
+        }
         /* every item atomic or already copied: no child is copied,
            so nothing can memoize x meanwhile -- the tuple is done */
         Py_ssize_t i, n = PyTuple_GET_SIZE(x);
@@ -2903,7 +2907,12 @@ fc_enter_tuple(FcCtx *c, PyObject *x)
             return y;
         }
     }
-    return fc_push(c, FR_TUPLE, x, NULL) ? FC_PUSHED : NULL;
+    FcFrame *f = fc_push(c, FR_TUPLE, x, NULL);
+    if (f == NULL) {
+        return NULL;
+    }
+    f->u.tuple.since = since;
+    return FC_PUSHED;
 }
 
 /* FP_NAMEDTUPLE: the reduce value object.__reduce_ex__(4) returns for a

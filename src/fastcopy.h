@@ -556,7 +556,7 @@ typedef struct {
             Py_ssize_t done;      /* entries fully copied into y */
             uint64_t ver;         /* prefill: x's version tag when checked */
         } dict;
-        struct { Py_ssize_t i; } tuple;
+        struct { Py_ssize_t i, since; } tuple;   /* since: fc_memo_getitem */
         struct { FcRecon *r; } recon;
     } u;
     uint8_t kind;

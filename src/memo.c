@@ -1891,15 +1891,41 @@ fc_memo_keep_alive(FcCtx *c, PyObject *x)
     return r;
 }
 
-/* The tuple copier's check
+/* The tuple copier's check after its items
        try: return memo[id(x)]
        except KeyError: pass
+   since: 0, or 1 + the number of entries of the native table when x's
+   frame began, x then missing from it.  While misses are proven, such a
+   lookup would index every entry its items left pending ("Proven misses"
+   above), one catch-up pass a tuple of a list of (shared, fresh) pairs.
+   But a native table only ever gains entries at its end -- a hook's are
+   absorbed there, a ghost is filled with a temporary made later, a
+   deletion makes the dict the memo for good -- so x is in it exactly
+   when it is among the entries added since; a few of them are read in
+   order instead, and a miss is remembered as a proven one, so that x's
+   own entry is appended after them, pending too.
    1 hit (*res new ref) | 0 miss | -1+exc */
+#define FC_SINCE_SCAN 32
 FC_INTERNAL int
-fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res)
+fc_memo_getitem(FcCtx *c, PyObject *x, Py_ssize_t since, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
-        PyObject *v = fc_memo_get(&c->native, x);
+        FcMemo *m = &c->native;
+        if (since > 0 && fc_memo_proving(m) && m->n >= since - 1
+            && m->n - (since - 1) <= FC_SINCE_SCAN) {
+            for (Py_ssize_t i = since - 1; i < m->n; i++) {
+                if (m->entries[i].key == x) {
+                    m->hits++;
+                    *res = Py_NewRef(m->entries[i].value);
+                    return 1;
+                }
+            }
+            m->miss = x;
+            m->miss_slot = FC_MEMO_PENDING;
+            *res = NULL;
+            return 0;
+        }
+        PyObject *v = fc_memo_get(m, x);
         *res = v ? Py_NewRef(v) : NULL;
         return v != NULL;
     }

@@ -50,9 +50,10 @@ FC_INTERNAL_INLINE int fc_memo_lookup(FcCtx *c, PyObject *x, PyObject **res);
 /* memo.get(id(x), nil), for deepcopy()'s own first step.
    1 hit (*res new ref) | 0 miss | -1+exc */
 FC_INTERNAL int fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res);
-/* The tuple copier's `try: return memo[id(x)] except KeyError: pass`.
-   1 hit (*res new ref) | 0 miss | -1+exc */
-FC_INTERNAL int fc_memo_getitem(FcCtx *c, PyObject *x, PyObject **res);
+/* The tuple copier's `try: return memo[id(x)] except KeyError: pass`;
+   since: 0, or 1 + the native table's size when x missed it as its frame
+   began (memo.c).  1 hit (*res new ref) | 0 miss | -1+exc */
+FC_INTERNAL int fc_memo_getitem(FcCtx *c, PyObject *x, Py_ssize_t since, PyObject **res);
 /* memo[id(x)] = y.  May run user code (dict or mapping memo).  0 | -1+exc */
 FC_INTERNAL_INLINE int fc_memo_store(FcCtx *c, PyObject *x, PyObject *y);
 /* _keep_alive(x, memo).  May run user code (mapping memo).  0 | -1+exc */

@@ -333,3 +333,53 @@ def test_finalizer_gives_a_proven_fresh_object_a_second_reference():
     if sys.version_info < (3, 12):
         # the finalizers did run inside the copies (their tails were copied)
         assert "'fastcopy': 0" not in p.stdout, p.stdout
+
+
+class Reach:
+    """A hook inside a tuple that deep-copies, with the memo it is shown, the tuple it
+    sits in (read from the list that holds it), once; met again inside that copy, it
+    copies to a marker."""
+
+    def __init__(self, holder, key, impl):
+        self.holder, self.key, self.impl, self.done = holder, key, impl, False
+
+    def __deepcopy__(self, memo):
+        if self.done:
+            return "inner"
+        self.done = True
+        return [self.impl.deepcopy(self.holder[self.key], memo)]
+
+
+def test_tuples_checked_after_their_items_while_misses_are_proven():
+    """A tuple's check after its items (try: return memo[id(x)]) reads the few entries
+    its items added instead of looking x up, while misses are proven: a copy of the
+    tuple made meanwhile -- by a hook inside it, with the memo it was shown, or by the
+    walker through a list that holds the tuple -- is found there, as the stdlib finds
+    it; otherwise the tuple's entry joins the pending ones.  Rows of thick tuples (the
+    copy proves misses from 2^14 to the end), some with such a hook or cycle, a tuple
+    with many items between, and a hook last that is shown the whole memo."""
+    def scenario(impl):
+        log, holder = [], [None]
+        pool = [[k] for k in range(300)]
+        src = []
+        for i in range(6000):
+            row = (pool[i * 7 % len(pool)], [i], [i], {"d": [i]})
+            if i % 500 == 250:
+                row = row + (Reach(src, i, impl),)
+            elif i % 500 == 400:
+                back = []
+                row = (back, [i])
+                back.append(row)          # the tuple, reached again through its item
+            elif i % 500 == 450:
+                row = tuple([j] for j in range(40)) + (pool[0],)
+            src.append(row)
+        src.append(Peek(log, holder))
+        holder[0] = src
+        return Case(src, lambda: impl.deepcopy(src), log=log)
+    assert_equivalent(scenario)
+    fc = shape.fastcopy_module()
+    if fc is not None and _PROVEN_MISSES:
+        thin_calls = lambda: fc._fastcopy._sysinfo()["memo_thin"]
+        before = thin_calls()
+        scenario(fc).call()
+        assert thin_calls() == before
