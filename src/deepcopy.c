@@ -2862,11 +2862,10 @@ FC_INLINE PyObject *
 fc_enter_tuple(FcCtx *c, PyObject *x)
 {
     PyObject *y;
-    Py_ssize_t since = 0;     /* x missed the table of so many entries (+1) */
+    PyObject *missed = NULL;    /* x, if x was the last lookup, a miss (the items' own
+                                   lookups append nothing, so the table keeps its size) */
     if (c->mode == FC_MEMO_NATIVE) {
-        if (fc_memo_missed(&c->native, x)) {
-            since = c->native.n + 1;
-        }
+        missed = c->native.miss;
         /* every item atomic or already copied: no child is copied,
            so nothing can memoize x meanwhile -- the tuple is done */
         Py_ssize_t i, n = PyTuple_GET_SIZE(x);
@@ -2911,7 +2910,8 @@ fc_enter_tuple(FcCtx *c, PyObject *x)
     if (f == NULL) {
         return NULL;
     }
-    f->u.tuple.since = since;
+    /* x missed the table of so many entries, + 1 (fc_memo_getitem) */
+    f->u.tuple.since = missed == x ? c->native.n + 1 : 0;
     return FC_PUSHED;
 }
 
