@@ -1903,7 +1903,11 @@ fc_memo_keep_alive(FcCtx *c, PyObject *x)
    deletion makes the dict the memo for good -- so x is in it exactly
    when it is among the entries added since; a few of them are read in
    order instead, and a miss is remembered as a proven one, so that x's
-   own entry is appended after them, pending too.
+   own entry is appended after them, pending too.  Not when none is
+   pending: the lookup then costs one probe and no pass, and x's entry is
+   indexed at once (pending alone, the next lookup would index just it --
+   a catch-up of one entry a tuple, which made rows whose other entries
+   are all indexed, as on 3.10, look thin to FC_THIN_CATCH).
    1 hit (*res new ref) | 0 miss | -1+exc */
 #define FC_SINCE_SCAN 32
 FC_INTERNAL int
@@ -1911,7 +1915,7 @@ fc_memo_getitem(FcCtx *c, PyObject *x, Py_ssize_t since, PyObject **res)
 {
     if (FC_LIKELY(c->mode == FC_MEMO_NATIVE)) {
         FcMemo *m = &c->native;
-        if (since > 0 && fc_memo_proving(m) && m->n >= since - 1
+        if (since > 0 && m->nidx != m->n && fc_memo_proving(m) && m->n >= since - 1
             && m->n - (since - 1) <= FC_SINCE_SCAN) {
             for (Py_ssize_t i = since - 1; i < m->n; i++) {
                 if (m->entries[i].key == x) {

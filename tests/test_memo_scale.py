@@ -363,7 +363,9 @@ def test_tuples_checked_after_their_items_while_misses_are_proven():
         pool = [[k] for k in range(300)]
         src = []
         for i in range(6000):
-            row = (pool[i * 7 % len(pool)], [i], [i], {"d": [i]})
+            # lists only: a dict's value is looked up on 3.10, which indexes the row's
+            # entries before the tuple's check (nothing pending: a plain lookup)
+            row = (pool[i * 7 % len(pool)], [i], [i], [[i]])
             if i % 500 == 250:
                 row = row + (Reach(src, i, impl),)
             elif i % 500 == 400:
