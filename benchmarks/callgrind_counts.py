@@ -70,14 +70,47 @@ op.leave()
 
 
 def _own(out):
-    """Instructions in fastcopy's own functions (the _fastcopy extension) only."""
-    ann = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True,
-                         capture_output=True, text=True).stdout
+    """Instructions in fastcopy's own functions (the _fastcopy extension) only, read from the
+    callgrind output itself: every self cost of a function whose object (`ob=`) is the
+    extension, inlined code from other files (`fi=`/`fe=`: memo.c or a header inlined into
+    the walker) included.  callgrind_annotate names the object of a file:function pair only
+    for the function's own file, so summing its lines that name the extension left inlined
+    code out -- a share that moves with the build's debug-line attribution, not its code."""
+    names = {}
+    npos = 1
+    obj = ""
+    own = False
+    skip = False
     total = 0
-    for line in ann.splitlines():
-        m = re.match(r"\s*([\d,]+) .*\[[^]]*_fastcopy\.[^]]*\]\s*$", line)
-        if m:
-            total += int(m.group(1).replace(",", ""))
+    with open(out) as f:
+        for line in f:
+            c = line[:1]
+            if c and (c.isdigit() or c in "+-*"):
+                if skip:            # the inclusive cost of the call just named
+                    skip = False
+                elif own:
+                    cols = line.split()
+                    if len(cols) > npos:
+                        total += int(cols[npos])
+                continue
+            key, _, val = line.rstrip("\n").partition("=")
+            if key == "positions" or line.startswith("positions:"):
+                npos = len(line.split(":", 1)[1].split())
+            elif key in ("ob", "fn"):
+                m = re.match(r"\((\d+)\)(?: (.*))?$", val)
+                if m:
+                    name = names.setdefault((key, m.group(1)), m.group(2))
+                else:
+                    name = val
+                if key == "ob":
+                    obj = name or ""
+                own = re.search(r"_fastcopy\.[^/]*$", obj) is not None
+            elif key == "cob" or key == "cfn":
+                m = re.match(r"\((\d+)\) (.*)$", val)
+                if m:
+                    names.setdefault((key[1:], m.group(1)), m.group(2))
+            elif key == "calls":
+                skip = True
     return total
 
 
