@@ -919,8 +919,10 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             /* k and v are borrowed from x's entry.  How many references to
                them the frame vouches for (fc_dict_own: 25 instructions on a
                prefilled dict) is worked out only for one that is looked up
-               while misses are proven; own < 0: not yet */
-            Py_ssize_t own = FC_UNLIKELY(fc_memo_proving(&c->native)) ? -1 : 0;
+               while misses are proven -- and whether they are, only for a
+               value or key looked up at all: an atomic one asks nothing
+               (dict_int_str's entries).  own < 0: not worked out yet */
+            Py_ssize_t own = -1;
             PyObject *cv = v;
             if (!fc_deep_atomic(c, v)) {
                 /* a shared value: a count over 2 can equal nothing the frame
@@ -929,8 +931,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                    answer that differs from own 0's plain lookup is the flat
                    tuple's (itself), which the memo cannot hold
                    (fc_read_lookup) */
-                Py_ssize_t ov = own;
-                if (ov < 0) {
+                Py_ssize_t ov = 0;
+                if (FC_UNLIKELY(fc_memo_proving(&c->native))) {
                     ov = Py_REFCNT(v) > 2 ? PY_SSIZE_T_MAX : (own = fc_dict_own(c, f, k, v));
                 }
                 cv = fc_read_lookup(c, v, ov);
@@ -939,7 +941,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 PyObject *ck = k;
                 if (!fc_deep_atomic(c, k)) {
                     if (own < 0) {
-                        own = fc_dict_own(c, f, k, v);
+                        own = FC_UNLIKELY(fc_memo_proving(&c->native)) ? fc_dict_own(c, f, k, v)
+                                                                        : 0;
                     }
                     ck = fc_memo_get_own(&c->native, k, own);
                 }
