@@ -283,14 +283,16 @@ class Fin:
                 # a third reference: a count that proves nothing (the dict frame does
                 # not work out its own for it)
                 self.tail.append((j, rec[key]))
-            if j % 3 == 0:
+            if j % 3 == 0 and type(rec) is not tuple:
                 rec[key] = None          # moved: the tail holds its only reference now
         Fin(self.src, self.tail, self.rng)       # the next one, for a later collection
 
 
 def run(impl, seed):
     rng = random.Random(seed)
-    src = [{"id": i, "l": [i]} if i % 2 else [i, [i]] for i in range(N)]
+    # tuples too: a tuple's check after its items reads the entries they added (the
+    # list, proven absent, pending) -- the tail's second reference must still find it
+    src = [{"id": i, "l": [i]} if i % 2 else [i, [i]] if i % 4 else (i, [i]) for i in range(N)]
     tail = []
     src.append(tail)
     Fin.live = True
