@@ -8,7 +8,9 @@
  *   locks           fc_plat_mutex_t (statically initialised), fc_plat_once,
  *                   fc_plat_atfork (a no-op where there is no fork())
  *   pages           fc_plat_pages_alloc/free (zeroed, page-aligned, given
- *                   back to the system on free), fc_plat_page_size
+ *                   back to the system on free), fc_plat_pages_grow (a
+ *                   bigger block with the same contents: mremap on Linux),
+ *                   fc_plat_page_size
  *   Linux extras    fc_plat_pages_hint_huge and fc_plat_pages_advise_huge
  *                   (MADV_HUGEPAGE), fc_plat_thp_mode (the kernel's
  *                   transparent-huge-page mode), and, where
@@ -297,6 +299,26 @@ fc_plat_pages_free(void *p, size_t n)
     (void)VirtualFree(p, 0, MEM_RELEASE);
 #else
     (void)munmap(p, n);
+#endif
+}
+
+/* p, n from fc_plat_pages_alloc grown to n2 > n bytes, its contents kept
+   (the rest zeroed); p is given back.  On Linux the kernel moves the
+   pages (mremap), elsewhere they are copied.  memory | NULL (errno; p is
+   still p) */
+FC_PLAT_FN void *
+fc_plat_pages_grow(void *p, size_t n, size_t n2)
+{
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+    void *q = mremap(p, n, n2, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+#else
+    void *q = fc_plat_pages_alloc(n2);
+    if (q != NULL) {
+        memcpy(q, p, n);
+        fc_plat_pages_free(p, n);
+    }
+    return q;
 #endif
 }
 

@@ -124,6 +124,20 @@ def _thin_switches(scenario):
     return fc._fastcopy._sysinfo()["memo_thin"] - before
 
 
+def test_tables_past_the_big_block_size():
+    """A memo whose entries (16 bytes each), index and keep-alive list outgrow 2 MiB gets
+    them from pages of their own (memo.c, FC_BLOCK_BIG), grown by moving the pages: 150,000
+    entries, a hook in the middle and one last that are shown the memo (its dict built from
+    those blocks).  Same results, memos and logs as the stdlib's."""
+    def scenario(impl):
+        log, holder = [], [None]
+        src = [[i] for i in range(75000)] + [Peek(log, holder)]
+        src += [{"k": [i]} for i in range(37500)] + [Peek(log, holder)]
+        holder[0] = src
+        return Case(src, lambda: impl.deepcopy(src), log=log)
+    assert_equivalent(scenario)
+
+
 @pytest.mark.parametrize("far", [False, True], ids=["below-2^17", "past-2^17"])
 @pytest.mark.parametrize("thin", [True, False], ids=["thin", "thick"])
 def test_catching_up_a_few_entries_at_a_time(far, thin):
