@@ -1090,21 +1090,29 @@ fc_ctx_memo_id(FcCtx *c)
  */
 #define FC_GC_GRACE 1000
 
+/* Room for more in fc_untrack_list's array, out of line (its call is
+   once a container).  0 | -1+exc */
+FC_NOINLINE int
+fc_untrack_grow(FcCtx *c)
+{
+    Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
+    PyObject **nu = fc_block_realloc(c->untracked, sizeof(PyObject *) * (size_t)c->capuntracked,
+                                     sizeof(PyObject *) * (size_t)ncap);
+    if (nu == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->untracked = nu;
+    c->capuntracked = ncap;
+    return 0;
+}
+
 /* List y for fc_retrack_all.  0 | -1+exc */
 static int
 fc_untrack_list(FcCtx *c, PyObject *y)
 {
-    if (c->nuntracked == c->capuntracked) {
-        Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
-        PyObject **nu = fc_block_realloc(c->untracked,
-                                         sizeof(PyObject *) * (size_t)c->capuntracked,
-                                         sizeof(PyObject *) * (size_t)ncap);
-        if (nu == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c->untracked = nu;
-        c->capuntracked = ncap;
+    if (c->nuntracked == c->capuntracked && fc_untrack_grow(c) < 0) {
+        return -1;
     }
     c->untracked[c->nuntracked++] = Py_NewRef(y);
     return 0;
