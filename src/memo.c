@@ -140,6 +140,41 @@ fc_block_realloc(void *p, size_t n, size_t n2)
     return q;
 }
 
+/* An array p of *cap elements of elsize bytes, grown to ncap > *cap: p is
+   either inl, an inline array (or NULL for none) holding `used` elements,
+   which are copied into spare buffer `slot` of sp if it is big enough
+   (sp NULL: none) or a fresh block; or a block from here, grown in place
+   or moved.  *cap is set on success.  the array | NULL+exc (MemoryError;
+   p and *cap unchanged) */
+static void *
+fc_block_grow(FcSpare *sp, int slot, void *p, const void *inl, Py_ssize_t used,
+              size_t elsize, Py_ssize_t *cap, Py_ssize_t ncap)
+{
+    void *q;
+    if (p == inl) {
+        size_t got;
+        q = sp != NULL ? fc_spare_take(sp, slot, elsize * (size_t)ncap, &got) : NULL;
+        if (q != NULL) {
+            ncap = (Py_ssize_t)(got / elsize);
+        }
+        else {
+            q = fc_block_alloc(elsize * (size_t)ncap, 0);
+        }
+        if (q != NULL && used > 0) {
+            memcpy(q, inl, elsize * (size_t)used);
+        }
+    }
+    else {
+        q = fc_block_realloc(p, elsize * (size_t)*cap, elsize * (size_t)ncap);
+    }
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *cap = ncap;
+    return q;
+}
+
 /* Take spare buffer `slot` if it holds at least `want` bytes (*size: how
    many).  buffer | NULL */
 FC_INTERNAL_INLINE void *
@@ -552,31 +587,12 @@ fc_memo_grow(FcMemo *m)
         PyErr_NoMemory();
         return -1;
     }
-    FcMemoEntry *ne;
-    if (m->entries == m->small) {
-        size_t got;
-        ne = fc_spare_take(m->spare, FC_SPARE_ENTRIES,
-                           sizeof(FcMemoEntry) * (size_t)ncap, &got);
-        if (ne != NULL) {
-            ncap = (Py_ssize_t)(got / sizeof(FcMemoEntry));
-        }
-        else {
-            ne = fc_block_alloc(sizeof(FcMemoEntry) * (size_t)ncap, 0);
-        }
-        if (ne != NULL) {
-            memcpy(ne, m->small, sizeof(FcMemoEntry) * (size_t)m->n);
-        }
-    }
-    else {
-        ne = fc_block_realloc(m->entries, sizeof(FcMemoEntry) * (size_t)m->cap,
-                              sizeof(FcMemoEntry) * (size_t)ncap);
-    }
+    FcMemoEntry *ne = fc_block_grow(m->spare, FC_SPARE_ENTRIES, m->entries, m->small, m->n,
+                                    sizeof(FcMemoEntry), &m->cap, ncap);
     if (ne == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     m->entries = ne;
-    m->cap = ncap;
     return 0;
 }
 
@@ -689,30 +705,12 @@ fc_memo_keep_room(FcMemo *m)
     }
     if (m->nkeep == m->capkeep) {
         Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
-        PyObject **nk;
-        if (m->keep == m->small_keep) {
-            size_t got;
-            nk = fc_spare_take(m->spare, FC_SPARE_KEEP, sizeof(PyObject *) * (size_t)ncap, &got);
-            if (nk != NULL) {
-                ncap = (Py_ssize_t)(got / sizeof(PyObject *));
-            }
-            else {
-                nk = fc_block_alloc(sizeof(PyObject *) * (size_t)ncap, 0);
-            }
-            if (nk != NULL) {
-                memcpy(nk, m->small_keep, sizeof(PyObject *) * (size_t)m->nkeep);
-            }
-        }
-        else {
-            nk = fc_block_realloc(m->keep, sizeof(PyObject *) * (size_t)m->capkeep,
-                                  sizeof(PyObject *) * (size_t)ncap);
-        }
+        PyObject **nk = fc_block_grow(m->spare, FC_SPARE_KEEP, m->keep, m->small_keep, m->nkeep,
+                                      sizeof(PyObject *), &m->capkeep, ncap);
         if (nk == NULL) {
-            PyErr_NoMemory();
             return -1;
         }
         m->keep = nk;
-        m->capkeep = ncap;
     }
     return 0;
 }
@@ -1096,14 +1094,12 @@ FC_NOINLINE int
 fc_untrack_grow(FcCtx *c)
 {
     Py_ssize_t ncap = c->capuntracked ? c->capuntracked * 2 : 256;
-    PyObject **nu = fc_block_realloc(c->untracked, sizeof(PyObject *) * (size_t)c->capuntracked,
-                                     sizeof(PyObject *) * (size_t)ncap);
+    PyObject **nu = fc_block_grow(NULL, 0, c->untracked, NULL, 0, sizeof(PyObject *),
+                                  &c->capuntracked, ncap);
     if (nu == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     c->untracked = nu;
-    c->capuntracked = ncap;
     return 0;
 }
 
