@@ -197,6 +197,7 @@ class _Settings(TypedDict):
     torch_cuda: bool               # default: False
     warn_slow: float | None        # default: None (off)
     huge_pages: bool               # default: True
+    keep_arenas: int               # default: 0 (off)
 
 # A keyword left as None keeps its value (except warn_slow, where None means off); the ints must
 # be >= 0 (numpy_threads=0: the default, above 64: 64); the bools take any object's truth value.
@@ -210,6 +211,7 @@ def configure(
     torch_cuda: bool | None = None,
     warn_slow: float | None = None,
     huge_pages: bool | None = None,
+    keep_arenas: int | None = None,
 ) -> _Settings:
     """Tune fastcopy; arguments left as None keep their value.  Returns the
     previous settings as a dict, so configure(**old) restores them.
@@ -229,11 +231,14 @@ def configure(
     warn_slow (float or None, default None (off)): seconds; every top-level copy taking at least that long warns with fastcopy.SlowCopyWarning at the caller's line (profile.c).  Unlike the others, warn_slow=None (or False) switches it off.
 
     huge_pages (bool, default True): the fresh destination of a numpy array or torch storage of 4 MiB and more gets transparent huge pages (MADV_HUGEPAGE where the kernel's THP mode is "madvise"; none needed in "always"; "never" and other systems ignore it) and is written as it is; False maps its missing 4 KiB pages ahead of the copy instead (MADV_POPULATE_WRITE).  The bytes are the same either way.
+
+    keep_arenas (int, default 0 (off)): bytes of empty object arenas (and of the memo's tables of 2 MiB and more) kept mapped for reuse instead of handed back to the system: a program that copies and drops big structures again and again reuses pages already faulted in (arenas.c).  Process-wide; 0 releases the kept ones.  Free-threaded builds allocate objects with mimalloc: there only the memo's tables are kept.
     """
 
 def trim() -> int:
-    """Give the memory the buffer backends keep (numpy's pool) back to the
-    system.  Blocks in use are not affected.
+    """Give the memory the buffer backends keep (numpy's pool) and the object
+    arenas kept by configure(keep_arenas=) back to the system.  Blocks in
+    use are not affected.
 
     Returns:
         The number of bytes released.

@@ -11,6 +11,7 @@
 #include "memo.c"
 #include "buffers.c"
 #include "pool.c"
+#include "arenas.c"
 #include "numpy.c"
 #include "torch.c"
 #include "cuda_backend.c"

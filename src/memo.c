@@ -43,6 +43,7 @@
 #include "memo.h"
 #include "state.h"
 #include "platform.h"
+#include "arenas.h"
 
 /* ------------------------------------------------------------------ */
 /* Spare buffers                                                       */
@@ -92,7 +93,15 @@ fc_block_alloc(size_t n, int zero)
     if (n < FC_BLOCK_BIG) {
         return zero ? PyMem_Calloc(1, n) : PyMem_Malloc(n);
     }
-    void *p = fc_plat_pages_alloc(fc_block_len(n));
+    /* configure(keep_arenas=): a table of the last big copy, faulted in */
+    void *p = fc_arenas_take_block(fc_block_len(n));
+    if (p != NULL) {
+        if (zero) {
+            memset(p, 0, n);
+        }
+        return p;
+    }
+    p = fc_plat_pages_alloc(fc_block_len(n));
     if (p != NULL) {
         fc_plat_pages_hint_huge(p, fc_block_len(n));
     }
@@ -109,7 +118,7 @@ fc_block_free(void *p, size_t n)
     if (n < FC_BLOCK_BIG) {
         PyMem_Free(p);
     }
-    else {
+    else if (!fc_arenas_keep_block(p, fc_block_len(n))) {
         fc_plat_pages_free(p, fc_block_len(n));
     }
 }
@@ -133,7 +142,15 @@ fc_block_realloc(void *p, size_t n, size_t n2)
     if (fc_block_len(n2) == fc_block_len(n)) {
         return p;
     }
-    void *q = fc_plat_pages_grow(p, fc_block_len(n), fc_block_len(n2));
+    /* a kept block of the new size is already faulted in: the copy of the
+       old contents costs less than faulting in the grown part */
+    void *q = fc_arenas_take_block(fc_block_len(n2));
+    if (q != NULL) {
+        memcpy(q, p, n);
+        fc_block_free(p, n);
+        return q;
+    }
+    q = fc_plat_pages_grow(p, fc_block_len(n), fc_block_len(n2));
     if (q != NULL) {
         fc_plat_pages_hint_huge(q, fc_block_len(n2));
     }

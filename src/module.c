@@ -12,6 +12,7 @@
 #include "buffers.h"
 #include "settings.h"
 #include "testing.h"
+#include "arenas.h"
 #include "state.h"
 #include "hooks.h"
 #include "profile.h"
@@ -418,7 +419,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
     int watcher = -1;
 #endif
     return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,"
-                         "s:i,s:n,s:n}",
+                         "s:i,s:n,s:n,s:N}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
                          "frame_size", (int)sizeof(FcFrame),
@@ -439,7 +440,8 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "slot_ghosts", st->test.slot_ghosts,
                          "dict_slots_ok", st->dict_slots_ok,
                          "dict_puts", st->test.dict_puts,
-                         "memo_thin", st->test.memo_thin);
+                         "memo_thin", st->test.memo_thin,
+                         "arenas", fc_arenas_stats());
 }
 
 static PyMethodDef fc_methods[] = {

@@ -12,6 +12,7 @@
 #include "buffers.h"
 #include "state.h"
 #include "profile.h"
+#include "arenas.h"
 
 #include <stdio.h>
 
@@ -95,6 +96,13 @@ static const FcSetting fc_core_settings[] = {
      "systems ignore it) and is written as it is; False maps its missing "
      "4 KiB pages ahead of the copy instead (MADV_POPULATE_WRITE).  The "
      "bytes are the same either way."},
+    {"keep_arenas", FS_BYTES, offsetof(FcState, keep_arenas), 0, "0 (off)",
+     "bytes of empty object arenas (and of the memo's tables of 2 MiB and "
+     "more) kept mapped for reuse instead of handed back to the system: a "
+     "program that copies and drops big structures again and again reuses "
+     "pages already faulted in (arenas.c).  Process-wide; 0 releases the "
+     "kept ones.  Free-threaded builds allocate objects with mimalloc: there "
+     "only the memo's tables are kept."},
 };
 static const int fc_ncore_settings =
     (int)(sizeof(fc_core_settings) / sizeof(fc_core_settings[0]));
@@ -106,6 +114,10 @@ static int
 fc_core_apply(FcState *st)
 {
     fc_prof_sync_warn(st);
+    if (st->keep_arenas != st->keep_arenas_set) {
+        fc_arenas_set_limit((size_t)st->keep_arenas);
+        st->keep_arenas_set = st->keep_arenas;
+    }
     if (st->prof_warn_ns >= 0 && st->prof_hook == NULL) {
         PyObject *m = PyImport_ImportModule("fastcopy._profile");
         if (m == NULL) {
@@ -389,8 +401,9 @@ fc_py_backends(PyObject *module, PyObject *unused)
 
 PyDoc_STRVAR(fc_trim_doc,
 "trim()\n--\n\n"
-"Give the memory the buffer backends keep (numpy's pool) back to the\n"
-"system.  Blocks in use are not affected.\n\n"
+"Give the memory the buffer backends keep (numpy's pool) and the object\n"
+"arenas kept by configure(keep_arenas=) back to the system.  Blocks in\n"
+"use are not affected.\n\n"
 "Returns:\n"
 "    The number of bytes released.");
 
@@ -398,7 +411,7 @@ static PyObject *
 fc_py_trim(PyObject *module, PyObject *unused)
 {
     FcState *st = (FcState *)PyModule_GetState(module);
-    size_t n = 0;
+    size_t n = fc_arenas_trim();
     for (int i = 0; i < fc_nbackends; i++) {
         if (fc_backends[i]->trim != NULL) {
             n += fc_backends[i]->trim(st);

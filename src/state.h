@@ -117,6 +117,8 @@ struct FcState {
     int prof;                      /* FC_PROF_* bits; 0: off, one branch per
                                       top-level call */
     int huge_pages;                /* configure(huge_pages=): defer.c's FC_ROAD_HUGE */
+    Py_ssize_t keep_arenas;        /* configure(keep_arenas=): arenas.c's cap */
+    Py_ssize_t keep_arenas_set;    /* the cap this interpreter last applied */
     int64_t prof_warn_ns;          /* configure(warn_slow=) in ns; -1 off */
     PyObject *prof_hook;           /* fastcopy._profile._on_copy, or NULL */
 

@@ -710,12 +710,12 @@ def test_configure_roundtrip():
                              numpy_pool=True, numpy_pool_max_bytes=1 << 20)
     assert set(old) == {"numpy_threads", "numpy_parallel_min_bytes", "numpy_pool",
                         "numpy_pool_max_bytes", "torch_defer", "torch_cuda", "warn_slow",
-                        "huge_pages"}
+                        "huge_pages", "keep_arenas"}
     now = fastcopy.configure()
     assert now == {"numpy_threads": 3, "numpy_parallel_min_bytes": 123,
                    "numpy_pool": True, "numpy_pool_max_bytes": 1 << 20,
                    "torch_defer": True, "torch_cuda": False, "warn_slow": None,
-                   "huge_pages": True}
+                   "huge_pages": True, "keep_arenas": 0}
     fastcopy.configure(**old)
     assert fastcopy.configure() == old
     fastcopy.configure(numpy_threads=0)
