@@ -264,7 +264,10 @@ def _child(template, **fields):
 _SPLIT_CHILD = r"""
 import json, sys
 sys.path[:0] = %(path)r
+import fastcopy
 from fastcopy import _scale
+if %(keep_arenas)d:
+    fastcopy.configure(keep_arenas=%(keep_arenas)d)
 print(json.dumps(_scale.measure_one(%(shape)r, %(n)d, %(impl)r, %(use_gc)r)))
 """
 
@@ -274,12 +277,14 @@ def measure_split(shape, n, names, use_gc, serializers=False):
     interpreter with the floor beside it (measure_one).  The floor reported is the one timed
     beside fastcopy; fastcopy's ratio to it comes from one process, its ratios to the others
     from separate ones.  "floors" keeps every child's floor (how much they moved)."""
+    import fastcopy
     impls = [m for m in names if m in _impls(names)]
     if serializers:
         impls += [m for m in SERIALIZERS if m in _serializers(shape)]
     out, floors, failed = {}, {}, {}
     for impl in impls:
-        proc = _child(_SPLIT_CHILD, shape=shape, n=n, impl=impl, use_gc=use_gc)
+        proc = _child(_SPLIT_CHILD, shape=shape, n=n, impl=impl, use_gc=use_gc,
+                      keep_arenas=fastcopy.configure()["keep_arenas"])
         if proc.returncode == -9 or (proc.returncode != 0 and "MemoryError" in proc.stderr):
             # out of memory: SIGKILL from the kernel's OOM killer (copium's retained copy at
             # 10M records on a 24 GiB machine), or a MemoryError; that column stays empty and
@@ -355,6 +360,10 @@ def _parser():
     p.add_argument("--rss", action="store_true",
                    help="also the peak memory each copy adds, N >= 100,000, a fresh process "
                         "per cell")
+    p.add_argument("--keep-arenas", type=int, default=0, metavar="MIB",
+                   help="configure(keep_arenas=MIB MiB) for the whole run: every "
+                        "implementation's freed objects leave their pages mapped for the next "
+                        "round (docs/scale.md, \"Fresh arenas\"; default 0: off)")
     p.add_argument("--no-copium", action="store_true", help="leave copium out")
     p.add_argument("--serializers", action="store_true",
                    help="also time msgspec's msgpack and orjson round trips where installed "
@@ -376,6 +385,21 @@ def main(argv, out=None, err=None):
         from . import _plot
         _plot.check_path(args.plot)
     cols = ["floor"] + [n for n in names if n in _impls(names)]
+    if args.keep_arenas < 0:
+        print("--keep-arenas: MiB >= 0", file=err)
+        return 2
+    import fastcopy
+    old_keep = fastcopy.configure(keep_arenas=args.keep_arenas << 20)["keep_arenas"]
+    try:
+        return _run(args, shapes, sizes, names, cols, out, err)
+    finally:
+        fastcopy.configure(keep_arenas=old_keep)
+
+
+def _run(args, shapes, sizes, names, cols, out, err):
+    if args.keep_arenas:
+        print("configure(keep_arenas=%d MiB): empty arenas stay mapped between rounds"
+              % args.keep_arenas, file=out)
     print("ns per item, CPU time, medians; collector %s during copies; gc ms: what a full "
           "collection after the copy costs over one before it" % args.gc, file=out)
     print("%-14s %10s  %s  %s" % ("shape", "N", "  ".join("%10s" % c for c in cols),
@@ -420,7 +444,7 @@ def main(argv, out=None, err=None):
                     "implementation": platform.python_implementation(),
                     "platform": platform.platform(), "machine": platform.machine(),
                     "cpu_count": os.cpu_count(), "cpu": _bench.cpu_model(), "clock": "cpu",
-                    "gc": args.gc,
+                    "gc": args.gc, "keep_arenas_mib": args.keep_arenas,
                     "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())},
            "rows": rows}
     if args.json:

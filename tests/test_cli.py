@@ -357,6 +357,33 @@ class ScaleBenchmark(unittest.TestCase):
             # the floor reported is the one timed beside fastcopy
             self.assertEqual(row["results"]["floor"], row["split"]["floors"]["fastcopy"])
 
+    def test_keep_arenas_for_the_run_only(self):
+        """--keep-arenas MIB sets configure(keep_arenas=) for the run (split children too) and
+        puts the previous value back; the JSON says what it was."""
+        from fastcopy import _scale
+        import fastcopy
+        seen = []
+        real = _scale._child
+
+        def spy(template, **fields):
+            seen.append(fields.get("keep_arenas"))
+            return real(template, **fields)
+
+        before = fastcopy.configure()["keep_arenas"]
+        with mock.patch.object(_scale, "SPLIT_N", 500), mock.patch.object(_scale, "_child", spy), \
+                tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "scale.json")
+            rc, out, err = run_main("--scale", "--shape", "records", "--no-copium", "--min-n",
+                                    "1000", "--max-n", "1000", "--keep-arenas", "8",
+                                    "--json", path)
+            self.assertEqual(rc, 0, err)
+            with open(path) as f:
+                doc = json.load(f)
+        self.assertIn("keep_arenas=8 MiB", out)
+        self.assertEqual(doc["meta"]["keep_arenas_mib"], 8)
+        self.assertEqual(seen, [8 << 20, 8 << 20])
+        self.assertEqual(fastcopy.configure()["keep_arenas"], before)
+
     def test_split_cell_survives_a_killed_child(self):
         """A child the kernel kills for memory (copium at 10M records on 24 GiB) leaves its
         column empty and the row goes on; fastcopy's own child failing, or any child crashing,
