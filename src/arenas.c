@@ -26,9 +26,11 @@
  * Invariants:
  *   - fc_arenas.kept == the sum of the sizes on the list <= the cap at the
  *     moment each arena was kept;
- *   - the list and counters are read and written under fc_arenas.lock:
- *     pymalloc calls the arena allocator with its interpreter's lock held,
- *     and 3.12+'s interpreters with a GIL of their own share it;
+ *   - the lists, the cap and the counters are read and written under
+ *     fc_arenas.lock, always (one lock a MiB of objects, or a memo table
+ *     of 2 MiB): pymalloc calls the arena allocator with its interpreter's
+ *     lock held, 3.12+'s interpreters with a GIL of their own share it,
+ *     and free-threaded builds' memo tables come from any thread;
  *   - installed once and never removed (an extension module that
  *     replaced it meanwhile may chain to it): state is static, usable
  *     before and after any interpreter;
@@ -58,10 +60,11 @@ static struct {
     size_t limit;                  /* bytes of empty arenas kept at most */
     size_t kept;                   /* bytes on the list */
     size_t reused, released;       /* statistics: arenas */
-    fc_plat_once_t once;
+    fc_plat_once_t once, install;
 } fc_arenas = {
     .lock = FC_PLAT_MUTEX_INIT,
     .once = FC_PLAT_ONCE_INIT,
+    .install = FC_PLAT_ONCE_INIT,
 };
 
 static void fc_arenas_prefork(void) { fc_plat_mutex_lock(&fc_arenas.lock); }
@@ -115,22 +118,23 @@ fc_arenas_pop(FcKeptArena **list, size_t size)
 FC_INTERNAL void *
 fc_arenas_take_block(size_t size)
 {
-    return fc_arenas.blocks != NULL ? fc_arenas_pop(&fc_arenas.blocks, size) : NULL;
+    return fc_arenas_pop(&fc_arenas.blocks, size);
 }
 
 FC_INTERNAL int
 fc_arenas_keep_block(void *p, size_t size)
 {
-    return fc_arenas.limit > 0 && fc_arenas_push(&fc_arenas.blocks, p, size);
+    return fc_arenas_push(&fc_arenas.blocks, p, size);
 }
 
+#if !FC_FT
 /* An arena of size bytes: a kept one of that size, else the previous
    allocator's.  NULL: none (pymalloc reports the MemoryError) */
 static void *
 fc_arenas_alloc(void *ctx, size_t size)
 {
     (void)ctx;
-    void *a = fc_arenas.list != NULL ? fc_arenas_pop(&fc_arenas.list, size) : NULL;
+    void *a = fc_arenas_pop(&fc_arenas.list, size);
     return a != NULL ? a : fc_arenas.prev.alloc(fc_arenas.prev.ctx, size);
 }
 
@@ -144,6 +148,20 @@ fc_arenas_free(void *ctx, void *p, size_t size)
         fc_arenas.prev.free(fc_arenas.prev.ctx, p, size);
     }
 }
+
+/* Once a process, whichever interpreter asks first (two installing at
+   once would each pass through to the other). */
+static void
+fc_arenas_install_once(void)
+{
+    PyObjectArenaAllocator mine = {NULL, fc_arenas_alloc, fc_arenas_free};
+    PyObject_GetArenaAllocator(&fc_arenas.prev);
+    PyObject_SetArenaAllocator(&mine);
+    fc_plat_mutex_lock(&fc_arenas.lock);
+    fc_arenas.installed = 1;
+    fc_plat_mutex_unlock(&fc_arenas.lock);
+}
+#endif
 
 /* Hand kept arenas back until at most keep bytes are kept, the memo's
    blocks first (a copy needs them only past some size).  bytes released */
@@ -180,13 +198,10 @@ fc_arenas_shrink(size_t keep)
 FC_INTERNAL void
 fc_arenas_set_limit(size_t limit)
 {
+    fc_plat_once(&fc_arenas.once, fc_arenas_init_once);
 #if !FC_FT
-    if (limit > 0 && !fc_arenas.installed) {
-        fc_plat_once(&fc_arenas.once, fc_arenas_init_once);
-        PyObjectArenaAllocator mine = {NULL, fc_arenas_alloc, fc_arenas_free};
-        PyObject_GetArenaAllocator(&fc_arenas.prev);
-        PyObject_SetArenaAllocator(&mine);
-        fc_arenas.installed = 1;
+    if (limit > 0) {
+        fc_plat_once(&fc_arenas.install, fc_arenas_install_once);
     }
 #endif
     fc_plat_mutex_lock(&fc_arenas.lock);
@@ -207,12 +222,13 @@ fc_arenas_stats(void)
     fc_plat_mutex_lock(&fc_arenas.lock);
     size_t limit = fc_arenas.limit, kept = fc_arenas.kept;
     size_t reused = fc_arenas.reused, released = fc_arenas.released, blocks = 0;
+    int installed = fc_arenas.installed;
     for (FcKeptArena *a = fc_arenas.blocks; a != NULL; a = a->next) {
         blocks += a->size;
     }
     fc_plat_mutex_unlock(&fc_arenas.lock);
     return Py_BuildValue("{s:i,s:n,s:n,s:n,s:n,s:n}",
-                         "installed", fc_arenas.installed,
+                         "installed", installed,
                          "limit", (Py_ssize_t)limit, "kept", (Py_ssize_t)kept,
                          "kept_blocks", (Py_ssize_t)blocks,
                          "reused", (Py_ssize_t)reused,
