@@ -24,7 +24,7 @@
  * the default allocator of other systems is malloc().
  *
  * Invariants:
- *   - fc_arenas.kept == the sum of the sizes on the list <= the cap at the
+ *   - fc_arenas.kept == the sum of the sizes on both lists <= the cap at the
  *     moment each arena was kept;
  *   - the lists, the cap and the counters are read and written under
  *     fc_arenas.lock, always (one lock a MiB of objects, or a memo table
@@ -36,8 +36,11 @@
  *     before and after any interpreter;
  *   - fork: the lock is held around fork() and reset in the child, as
  *     pool.c's.
- * Free-threaded builds allocate objects with mimalloc, which does not use
- * the arena allocator: there the setting is recorded and does nothing.
+ * The memo's tables of 2 MiB and more (memo.c's fc_block_*: system pages)
+ * are kept under the same cap, on a list of their own, freed first when
+ * the cap comes down.  Free-threaded builds allocate objects with
+ * mimalloc, which does not use the arena allocator: there only those
+ * tables are kept.
  */
 #include "fastcopy.h"
 #include "arenas.h"
@@ -58,8 +61,8 @@ static struct {
     FcKeptArena *list;
     FcKeptArena *blocks;           /* the memo's big tables (memo.c) */
     size_t limit;                  /* bytes of empty arenas kept at most */
-    size_t kept;                   /* bytes on the list */
-    size_t reused, released;       /* statistics: arenas */
+    size_t kept;                   /* bytes on both lists */
+    size_t reused, released;       /* statistics: arenas and blocks */
     fc_plat_once_t once, install;
 } fc_arenas = {
     .lock = FC_PLAT_MUTEX_INIT,
