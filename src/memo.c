@@ -831,21 +831,17 @@ fc_ghost_room(FcMemo *m, Py_ssize_t refs)
         while (ncap < need) {
             ncap *= 2;
         }
-        PyObject **ng = NULL;
-        size_t bytes = sizeof(PyObject *) * (size_t)ncap, got;
-        if (m->ghost == NULL
-            && (ng = fc_spare_take(m->spare, FC_SPARE_GHOST, bytes, &got)) != NULL) {
-            ncap = (Py_ssize_t)(got / sizeof(PyObject *));
-        }
-        else if ((size_t)ncap < PY_SSIZE_T_MAX / sizeof(PyObject *)) {
-            ng = fc_block_realloc(m->ghost, sizeof(PyObject *) * (size_t)m->capghost, bytes);
-        }
-        if (ng == NULL) {
+        if ((size_t)ncap >= PY_SSIZE_T_MAX / sizeof(PyObject *)) {
             PyErr_NoMemory();
             return NULL;
         }
+        /* no inline array: the first one is the spare buffer or a block */
+        PyObject **ng = fc_block_grow(m->spare, FC_SPARE_GHOST, m->ghost, NULL, 0,
+                                      sizeof(PyObject *), &m->capghost, ncap);
+        if (ng == NULL) {
+            return NULL;
+        }
         m->ghost = ng;
-        m->capghost = ncap;
     }
     return m->ghost + m->nghost + FC_GHOST_HEAD;
 }
