@@ -311,13 +311,18 @@ class ScaleBenchmark(unittest.TestCase):
     """python -m fastcopy --scale: every shape's copies checked against the stdlib, a row per
     shape and N, JSON with the numbers (the floor included)."""
 
-    def test_small_run_json(self):
+    def run_scale(self, *argv):
+        """python -m fastcopy --scale *argv --json F, which must succeed: (F's document, its
+        output)."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "scale.json")
-            rc, out, err = run_main("--scale", "--max-n", "1000", "--no-copium", "--json", path)
+            rc, out, err = run_main("--scale", *argv, "--json", path)
             self.assertEqual(rc, 0, err)
             with open(path) as f:
-                doc = json.load(f)
+                return json.load(f), out
+
+    def test_small_run_json(self):
+        doc, out = self.run_scale("--max-n", "1000", "--no-copium")
         self.assertEqual(doc["meta"]["suite"], "scale")
         from fastcopy import _scale
         self.assertEqual([r["shape"] for r in doc["rows"]], list(_scale.SHAPES))
@@ -341,14 +346,9 @@ class ScaleBenchmark(unittest.TestCase):
         """Above SPLIT_N (10M items) each implementation runs in a process of its own, with the
         floor beside it; the same code path, tried on a small N here."""
         from fastcopy import _scale
-        with mock.patch.object(_scale, "SPLIT_N", 500), tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "scale.json")
-            rc, out, err = run_main("--scale", "--shape", "records", "--shape", "graph",
-                                    "--no-copium", "--min-n", "1000", "--max-n", "1000",
-                                    "--json", path)
-            self.assertEqual(rc, 0, err)
-            with open(path) as f:
-                doc = json.load(f)
+        with mock.patch.object(_scale, "SPLIT_N", 500):
+            doc, out = self.run_scale("--shape", "records", "--shape", "graph", "--no-copium",
+                                      "--min-n", "1000", "--max-n", "1000")
         self.assertIn("each in a process of its own", out)
         for row in doc["rows"]:
             self.assertEqual(set(row["results"]), {"floor", "stdlib", "fastcopy"})
@@ -370,15 +370,9 @@ class ScaleBenchmark(unittest.TestCase):
             return real(template, **fields)
 
         before = fastcopy.configure()["keep_arenas"]
-        with mock.patch.object(_scale, "SPLIT_N", 500), mock.patch.object(_scale, "_child", spy), \
-                tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "scale.json")
-            rc, out, err = run_main("--scale", "--shape", "records", "--no-copium", "--min-n",
-                                    "1000", "--max-n", "1000", "--keep-arenas", "8",
-                                    "--json", path)
-            self.assertEqual(rc, 0, err)
-            with open(path) as f:
-                doc = json.load(f)
+        with mock.patch.object(_scale, "SPLIT_N", 500), mock.patch.object(_scale, "_child", spy):
+            doc, out = self.run_scale("--shape", "records", "--no-copium", "--min-n", "1000",
+                                      "--max-n", "1000", "--keep-arenas", "8")
         self.assertIn("keep_arenas=8 MiB", out)
         self.assertEqual(doc["meta"]["keep_arenas_mib"], 8)
         self.assertEqual(seen, [8 << 20, 8 << 20])
