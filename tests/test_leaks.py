@@ -1,6 +1,7 @@
 """Repeated copies must not grow memory or change the sources' refcounts,
 on success paths and on error paths (checked as deltas with a tolerance; the
 stdlib run shows the harness itself is quiet)."""
+import contextlib
 import copy
 import copyreg
 import gc
@@ -152,17 +153,32 @@ def _run(fn, n):
             pass
 
 
+@contextlib.contextmanager
+def _heap_frozen():
+    """Everything alive before a measurement moved out of the collector's reach (gc.freeze)
+    while it runs: its collections then walk only what the calls made, not the whole test
+    session's heap (torch's objects made each collection ~0.2 s, each test ~1 s).  Whatever the
+    calls leave in cycles is new, so still collected, and still counted when it is not."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _blocks_delta(fn, n):
     """Smallest allocated-block growth over three measurement rounds."""
     _run(fn, 30)
     best = None
-    for _ in range(3):
-        gc.collect()
-        before = sys.getallocatedblocks()
-        _run(fn, n)
-        gc.collect()
-        delta = sys.getallocatedblocks() - before
-        best = delta if best is None else min(best, delta)
+    with _heap_frozen():
+        for _ in range(3):
+            gc.collect()
+            before = sys.getallocatedblocks()
+            _run(fn, n)
+            gc.collect()
+            delta = sys.getallocatedblocks() - before
+            best = delta if best is None else min(best, delta)
     return best
 
 
@@ -181,11 +197,12 @@ def _tracked(src):
 def _refcount_deltas(src, fn, n):
     _run(fn, 20)
     objs = _tracked(src)
-    gc.collect()
-    before = [sys.getrefcount(o) for o in objs]
-    _run(fn, n)
-    gc.collect()
-    after = [sys.getrefcount(o) for o in objs]
+    with _heap_frozen():
+        gc.collect()
+        before = [sys.getrefcount(o) for o in objs]
+        _run(fn, n)
+        gc.collect()
+        after = [sys.getrefcount(o) for o in objs]
     return [(type(o).__name__, a - b) for o, b, a in zip(objs, before, after) if a != b]
 
 
@@ -224,18 +241,19 @@ def test_tracemalloc_flat(impl):
             except (Boom, RuntimeError, copy.Error, TypeError, AttributeError):
                 pass
     _run(all_cases, 20)
-    tracemalloc.start()
-    try:
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
-        _run(all_cases, 50)
-        gc.collect()
-        mid = tracemalloc.get_traced_memory()[0]
-        _run(all_cases, 100)
-        gc.collect()
-        end = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    with _heap_frozen():
+        tracemalloc.start()
+        try:
+            gc.collect()
+            base = tracemalloc.get_traced_memory()[0]
+            _run(all_cases, 50)
+            gc.collect()
+            mid = tracemalloc.get_traced_memory()[0]
+            _run(all_cases, 100)
+            gc.collect()
+            end = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
     # growth between the two windows would be linear in calls for a leak;
     # allow some slack for caches (free lists, type caches, method caches)
     assert end - mid < 64 * 1024, (base, mid, end)
