@@ -343,13 +343,12 @@ def main(argv=None):
     args = p.parse_args(argv)
     impl = fuzzgraph.load_impl(args.impl)
     fuzzgraph._impl = impl
-    # numpy and torch (where installed) imported now, and everything alive so far moved out of
-    # the collector's reach (gc.freeze): the cases make every collection a full one, and torch's
-    # few hundred thousand objects would otherwise be walked by each (4-5x the run's time)
+    # the cases make every collection a full one: the start-up heap out of their way
     if fuzz_buffers is not None:
-        fuzz_buffers._np(), fuzz_buffers._torch()
-    gc.collect()
-    gc.freeze()
+        fuzz_buffers.freeze_imports()
+    else:
+        gc.collect()
+        gc.freeze()
     lo, hi = (int(v) for v in args.seeds.split(":"))
     memos = args.memo.split(",")
     thresholds = [int(t) for t in args.thresholds.split(",")]

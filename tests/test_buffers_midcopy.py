@@ -59,13 +59,6 @@ PRELUDE = textwrap.dedent("""
         d = D(); d.me = d
         return state
 
-    def freeze_imports():
-        # numpy and torch (those installed) imported, and everything alive so far moved out of
-        # the collector's reach: the loops below collect all the time, and every full collection
-        # would walk torch's few hundred thousand objects again (3-5x the test's time)
-        fb._np(); fb._torch()
-        gc.collect(); gc.freeze()
-
     def under_threshold(thr, fn):
         old = gc.get_threshold()
         gc.set_threshold(thr)
@@ -89,7 +82,7 @@ def _run(body, timeout=300):
 
 TORCH_FINALIZER = """
     import torch
-    freeze_imports()
+    fb.freeze_imports()
     N = 1 << 16                      # 256 KiB of float32: recorded, flushed later
     MODE = %r
     problems, outcomes = [], {}
@@ -173,7 +166,7 @@ def test_torch_storage_shrunk_before_flush():
     tensors of the call are still copied, and the source itself stays usable."""
     _run("""
         import torch
-        freeze_imports()
+        fb.freeze_imports()
         N = 1 << 16
         seen = set()
         for k in range(1, 30):
@@ -420,7 +413,7 @@ def test_fuzz_buffers_without_numpy_or_torch():
 
 FUZZ = """
     lo, hi = %d, %d
-    freeze_imports()
+    fb.freeze_imports()
     problems, outcomes = [], {}
     for seed in range(lo, hi):
         for impl in (fastcopy, copy):

@@ -311,27 +311,26 @@ class ScaleBenchmark(unittest.TestCase):
     """python -m fastcopy --scale: every shape's copies checked against the stdlib, a row per
     shape and N, JSON with the numbers (the floor included)."""
 
-    def run_scale(self, *argv):
+    def run_scale(self, *argv, child=False):
         """python -m fastcopy --scale *argv --json F, which must succeed: (F's document, its
-        output)."""
+        output).  child: in a fresh interpreter, as a user runs it, rather than in this process
+        (where the tests' mocks reach it, but every round's full collections walk the whole
+        test session's heap: 30 s for all shapes at 1k instead of 1)."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "scale.json")
-            rc, out, err = run_main("--scale", *argv, "--json", path)
+            if child:
+                proc = subprocess.run([sys.executable, "-m", "fastcopy", "--scale", *argv,
+                                       "--json", path], cwd=RUN_CWD, env=subprocess_env(),
+                                      capture_output=True, text=True, timeout=300)
+                rc, out, err = proc.returncode, proc.stdout, proc.stderr
+            else:
+                rc, out, err = run_main("--scale", *argv, "--json", path)
             self.assertEqual(rc, 0, err)
             with open(path) as f:
                 return json.load(f), out
 
     def test_small_run_json(self):
-        # in a child, as a user runs it: in this process every round's full collections would
-        # walk the whole test session's heap (30 s instead of 1)
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "scale.json")
-            proc = subprocess.run([sys.executable, "-m", "fastcopy", "--scale", "--max-n", "1000",
-                                   "--no-copium", "--json", path], cwd=RUN_CWD,
-                                  env=subprocess_env(), capture_output=True, text=True, timeout=300)
-            self.assertEqual(proc.returncode, 0, proc.stderr)
-            with open(path) as f:
-                doc, out = json.load(f), proc.stdout
+        doc, out = self.run_scale("--max-n", "1000", "--no-copium", child=True)
         self.assertEqual(doc["meta"]["suite"], "scale")
         from fastcopy import _scale
         self.assertEqual([r["shape"] for r in doc["rows"]], list(_scale.SHAPES))
