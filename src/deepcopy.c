@@ -3255,8 +3255,9 @@ fc_ctx_fini(FcCtx *c)
         fc_spare_give(c->native.spare, FC_SPARE_FRAMES, c->frames,
                       sizeof(FcFrame) * (size_t)c->capframes);
     }
-    if (c->native.index != NULL && fc_memo_caught_thinly(&c->native)) {
-        c->st->test.memo_thin++;
+    if (c->native.index != NULL) {
+        c->st->test.memo_thin += fc_memo_caught_thinly(&c->native);
+        c->st->test.memo_unindexed += c->native.n - c->native.nidx;
     }
     fc_memo_clear(&c->native);
     Py_CLEAR(c->memo);

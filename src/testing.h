@@ -28,6 +28,8 @@ typedef struct {
     Py_ssize_t dict_puts;          /* prefilled values replaced in place (deepcopy.c) */
     Py_ssize_t memo_thin;          /* calls that went back to proving misses from
                                       2^17 slots (memo.c, FC_THIN_CATCH) */
+    Py_ssize_t memo_unindexed;     /* entries calls ended with still pending, never
+                                      indexed (memo.c, "Proven misses") */
     int replicate_walk;            /* replicate() records no tape: n deep copies (select.c);
                                       -1: it records one whenever the source allows,
                                       from n = 2 */
