@@ -8,6 +8,9 @@ are not.  Run from the repository root, against whatever `fastcopy` imports:
     python benchmarks/callgrind_counts.py                    # every deepcopy workload
     python benchmarks/callgrind_counts.py -w nested -w json_config -n 20
     PYTHONPATH=/other/checkout python benchmarks/callgrind_counts.py --json out.json
+
+To compare two builds, run both through PYTHONPATH (this checkout too): the variable is seen by
+the children, and a different search path changed some realistic rows' counts by up to 15%.
     python benchmarks/callgrind_counts.py --own -w copy_list --copy    # fastcopy's code only
     python benchmarks/callgrind_counts.py -w nested --impl copium      # the peer, same count
     python benchmarks/callgrind_counts.py --realistic -w set_records -n 5 --impl fastcopy
