@@ -9,13 +9,15 @@ compare everything with the stdlib.
 """
 import copy
 import functools
+import os
 import sys
 import sysconfig
+import textwrap
 
 import pytest
 
 import shape
-from shape import Case, assert_equivalent
+from shape import Case, assert_equivalent, run_python
 
 # builds where reference counts are exact and misses are proven (src/memo.c, FC_PROVEN_MISS)
 _PROVEN_MISSES = (not sysconfig.get_config_var("Py_GIL_DISABLED")
@@ -114,37 +116,33 @@ def _shared_rows(n, thin):
     return [(pool[i], [[i], [i], [i]], {"d": [i]}, pool[i - 1 if i else 0]) for i in range(n)]
 
 
-def _thin_switches(scenario):
-    """How many calls of one more fastcopy run of scenario went back to proving misses from
-    2^17 (memo.c, FC_THIN_CATCH; the test counter _sysinfo()['memo_thin']), or None where
-    misses are not proven or the core is not built."""
+def _counted(scenario, counter):
+    """How much one more fastcopy run of scenario moved the test counter
+    _sysinfo()[counter], or None where misses are not proven or the core is not built."""
     fc = shape.fastcopy_module()
     if fc is None or not _PROVEN_MISSES:
         return None
-    before = fc._fastcopy._sysinfo()["memo_thin"]
+    before = fc._fastcopy._sysinfo()[counter]
     scenario(fc).call()
-    return fc._fastcopy._sysinfo()["memo_thin"] - before
+    return fc._fastcopy._sysinfo()[counter] - before
+
+
+def _thin_switches(scenario):
+    """Calls that went back to proving misses from 2^17 (memo.c, FC_THIN_CATCH)."""
+    return _counted(scenario, "memo_thin")
 
 
 def _unindexed(scenario):
-    """How many entries one more fastcopy run of scenario left pending, never indexed (the
-    test counter _sysinfo()['memo_unindexed']), or None where misses are not proven or the
-    core is not built."""
-    fc = shape.fastcopy_module()
-    if fc is None or not _PROVEN_MISSES:
-        return None
-    before = fc._fastcopy._sysinfo()["memo_unindexed"]
-    scenario(fc).call()
-    return fc._fastcopy._sysinfo()["memo_unindexed"] - before
+    """Entries the calls left pending, never indexed (memo.c, "Proven misses")."""
+    return _counted(scenario, "memo_unindexed")
 
 
 def _hub_graph(n):
-    # the scale benchmark's graph: every node's edges lead to the first three nodes, so
-    # after them each node and its edge list are met through their only reference
-    nodes = []
-    for i in range(n):
-        nodes.append({"id": i, "edges": [nodes[j % i] for j in range(3)] if i else []})
-    return nodes
+    # the scale benchmark's graph: every node's edges lead to the first three nodes
+    # ((7i + j) % i is j % i), so after them each node and its edge list are met through
+    # their only reference
+    from fastcopy import _scale
+    return _scale.build_graph(n)
 
 
 @pytest.mark.parametrize("hooks", [False, True], ids=["plain", "hooks"])
@@ -177,6 +175,45 @@ def test_hits_catch_nothing_up(hooks):
         else:
             assert left > 2 * n - 34000
         assert _thin_switches(scenario) == 1
+
+
+def test_hook_frees_the_source_and_meets_pending_entries_again():
+    """Past 2^17 slots the entries proved fresh stay pending while hits find the hubs
+    (memo.c, fc_memo_get_pending).  A hook midway frees the source's uncopied tail (nodes and
+    edge lists the walker has not reached, their memory reused by what it allocates next) and
+    appends new nodes that give already-copied nodes and edge lists -- pending, met once --
+    a second reference; the walker meets them again, each lookup misses the index, catches
+    up and finds the copy.  Results, sharing with the source and the memo sizes the hook saw
+    are the stdlib's.  In a child process."""
+    code = "import sys; sys.path.insert(0, %r)\n" % os.path.dirname(os.path.abspath(__file__))
+    code += textwrap.dedent("""
+    import copy, fastcopy
+    from fastcopy import _scale
+    from shape import shape
+    def build(log):
+        src = _scale.build_graph(40000)
+        class Hook:
+            def __deepcopy__(self, memo):
+                log.append(len(memo))
+                del src[30001:]
+                for i in range(5, 25000, 997):
+                    src.append({"id": -i, "edges": src[i]["edges"], "again": src[i],
+                                "fresh": [[i], {"k": [i]}]})
+                return "hooked"
+        src.insert(25000, Hook())
+        return src
+    out = []
+    for impl in (copy, fastcopy):
+        log = []
+        src = build(log)
+        r = impl.deepcopy(src)
+        out.append((len(r), shape(r, src), log))
+    assert out[0] == out[1], [o[0] for o in out] + [o[2] for o in out]
+    print("ok")
+    """)
+    r = run_python(code, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stdout,
+                                                                  r.stderr[-3000:])
 
 
 def test_tables_past_the_big_block_size():
