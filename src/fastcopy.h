@@ -533,6 +533,14 @@ typedef struct {
     Py_ssize_t mir_len;           /* len(mirror) after our last write, and */
     Py_ssize_t mir_keep_len;      /*   len(mirror_keep) then */
     PyObject *mirror_id;          /* its key id(mirror), strong, or NULL */
+    /* the one key of the stdlib's memo that is no id: torch's storages
+       keep their own memo under memo["torch"] (memo.c, "A sub-memo"): */
+    PyObject *sub_key;            /* that key, strong, or NULL: none yet */
+    PyObject *sub;                /* its dict, strong, or NULL */
+    Py_ssize_t sub_pos;           /* entries when it came; -1 */
+    int sub_first;                /* before the keep-alive list if both came
+                                     after sub_pos entries */
+    int sub_in_mirror;            /* the mirror has it */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];
 } FcMemo;

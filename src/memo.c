@@ -297,6 +297,11 @@ fc_memo_init(FcMemo *m)
     m->scanned = 0;
     m->mir_len = m->mir_keep_len = 0;
     m->mirror_id = NULL;
+    m->sub_key = NULL;
+    m->sub = NULL;
+    m->sub_pos = -1;
+    m->sub_first = 0;
+    m->sub_in_mirror = 0;
 }
 
 static void fc_ghost_release(FcMemo *m);
@@ -308,7 +313,7 @@ fc_memo_clear(FcMemo *m)
     if (m->n == 0 && m->nkeep == 0 && m->entries == m->small && m->keep == m->small_keep
         && m->index == NULL && m->ghost == NULL && m->mirror == NULL
         && m->mirror_keep == NULL && m->grave == NULL && m->mkeys == NULL
-        && m->mirror_id == NULL) {
+        && m->mirror_id == NULL && m->sub == NULL) {
         /* nothing held (a nested call's table went back to its lender):
            only the scalars to reset */
         m->keep_pos = -1;
@@ -351,6 +356,8 @@ fc_memo_clear(FcMemo *m)
     Py_CLEAR(m->mirror_keep);
     Py_CLEAR(m->mirror_id);
     Py_CLEAR(m->grave);
+    Py_CLEAR(m->sub);
+    Py_CLEAR(m->sub_key);
     fc_memo_init(m);
     m->spare = sp;
 }
@@ -1363,6 +1370,17 @@ fc_mirror_set(FcMemo *m, PyObject *k, PyObject *v)
     return 0;
 }
 
+/* The sub-memo into the mirror, at its place (fc_memo_sync).  0 | -1+exc */
+static int
+fc_mirror_sub(FcMemo *m)
+{
+    if (fc_mirror_set(m, m->sub_key, m->sub) < 0) {
+        return -1;
+    }
+    m->sub_in_mirror = 1;
+    return 0;
+}
+
 /* The mirror holds every entry and keep-alive original of the native memo,
    in the stdlib's order.  0 | -1+exc */
 static int
@@ -1383,6 +1401,10 @@ fc_memo_sync(FcMemo *m)
         return -1;
     }
     for (Py_ssize_t i = m->mir_n; i <= m->n; i++) {
+        if (m->sub_first && i == m->sub_pos && !m->sub_in_mirror
+            && fc_mirror_sub(m) < 0) {
+            return -1;
+        }
         if (i == m->keep_pos && m->mirror_keep == NULL) {
             /* memo[id(memo)] = [x]: created at the first _keep_alive, which
                came after m->keep_pos entries */
@@ -1397,6 +1419,9 @@ fc_memo_sync(FcMemo *m)
             }
             m->mirror_keep = keep;
             m->mir_keep = 0;
+        }
+        if (i == m->sub_pos && !m->sub_in_mirror && fc_mirror_sub(m) < 0) {
+            return -1;
         }
         if (i == m->n) {
             break;
@@ -1502,12 +1527,22 @@ fc_mirror_intact(FcMemo *m, Py_ssize_t L0, Py_ssize_t *pos)
 {
     PyObject *d = m->mirror, *k, *v;
     Py_ssize_t i = 0, p = 0;
-    int keep_done = m->mirror_keep == NULL;
+    int keep_done = m->mirror_keep == NULL, sub_done = !m->sub_in_mirror;
     for (Py_ssize_t j = 0; j < L0; j++) {
         if (!PyDict_Next(d, &p, &k, &v)) {
             return 0;
         }
-        if (!keep_done && i == m->keep_pos) {
+        /* the keep-alive list and the sub-memo where they came, in the
+           order they came when that was the same place */
+        int keep_due = !keep_done && i == m->keep_pos;
+        if (!sub_done && i == m->sub_pos && (m->sub_first || !keep_due)) {
+            if (k != m->sub_key || v != m->sub) {
+                return 0;
+            }
+            sub_done = 1;
+            continue;
+        }
+        if (keep_due) {
             if (k != m->mirror_id || v != m->mirror_keep) {
                 return 0;
             }
@@ -1549,7 +1584,8 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
 {
     PyObject *d = m->mirror, *k, *v;
     Py_ssize_t L0 = m->mir_len, len = PyDict_GET_SIZE(d);
-    if (m->dict_truth || len < L0 || m->mir_n != m->n || m->nghost != 0) {
+    if (m->dict_truth || len < L0 || m->mir_n != m->n || m->nghost != 0
+        || (m->sub != NULL && !m->sub_in_mirror)) {
         return 0;
     }
     /* O(L0): bounded over the call (the essay above) */
@@ -1809,6 +1845,98 @@ fc_memo_expose(FcCtx *c)
         fc_memo_to_dict(c);
     }
     return 0;
+}
+
+/*
+ * A sub-memo
+ * ----------
+ * torch's UntypedStorage.__deepcopy__ keeps a memo of its own inside the
+ * stdlib's: memo.setdefault("torch", {}), keyed by the storage's _cdata.
+ * It is the one key of a memo that is no id(), and its value is a dict
+ * user code may hold and write into.  A native table keeps it beside its
+ * entries: the real dict, which later storages look in and add to, and
+ * the place it came at (after m->sub_pos entries, as the keep-alive list
+ * after m->keep_pos), where fc_memo_sync puts it into the mirror.  A hook
+ * shown the memo finds that very dict there; one that adds to it leaves
+ * the mirror as it was (the table reads the same dict), one that replaces
+ * or deletes it changes the mirror, which is then the memo (fc_memo_hide:
+ * the absorb step takes only int keys).  A table holds one such key; a
+ * second, different one shows the memo for good (torch has one).
+ */
+
+/* The native table's sub-memo for `key`, if it is the one it holds.
+   1 (*res new ref, or NULL: none yet) | 0 another key's | no error */
+static int
+fc_memo_sub_native(FcCtx *c, PyObject *key, PyObject **res)
+{
+    FcMemo *m = &c->native;
+    *res = NULL;
+    if (m->sub_key == NULL) {
+        return 1;
+    }
+    if (m->sub_key != key) {
+        return 0;
+    }
+    *res = Py_NewRef(m->sub);
+    return 1;
+}
+
+FC_INTERNAL PyObject *
+fc_memo_sub_get(FcCtx *c, PyObject *key)
+{
+    PyObject *v;
+    if (c->mode == FC_MEMO_NATIVE) {
+        if (fc_memo_sub_native(c, key, &v)) {
+            return v;
+        }
+        if (fc_memo_expose(c) < 0) {
+            return NULL;
+        }
+    }
+    if (c->mode != FC_MEMO_DICT) {
+        PyErr_SetString(PyExc_SystemError, "fastcopy: a sub-memo of a mapping memo");
+        return NULL;
+    }
+    /* strong: a key's __eq__ may replace it */
+    v = PyDict_GetItemWithError(c->memo, key);
+    return Py_XNewRef(v);
+}
+
+FC_INTERNAL PyObject *
+fc_memo_sub_setdefault(FcCtx *c, PyObject *key)
+{
+    PyObject *v;
+    if (c->mode == FC_MEMO_NATIVE) {
+        if (fc_memo_sub_native(c, key, &v)) {
+            if (v != NULL) {
+                return v;
+            }
+            FcMemo *m = &c->native;
+            if ((m->sub = PyDict_New()) == NULL) {
+                return NULL;
+            }
+            m->sub_key = Py_NewRef(key);
+            m->sub_pos = m->n;
+            m->sub_first = m->keep_pos < 0;
+            m->sub_in_mirror = 0;
+            return Py_NewRef(m->sub);
+        }
+        if (fc_memo_expose(c) < 0) {
+            return NULL;
+        }
+    }
+    if (c->mode != FC_MEMO_DICT) {
+        PyErr_SetString(PyExc_SystemError, "fastcopy: a sub-memo of a mapping memo");
+        return NULL;
+    }
+    PyObject *fresh = PyDict_New();
+    if (fresh == NULL) {
+        return NULL;
+    }
+    v = PyDict_SetDefault(c->memo, key, fresh);
+    Py_XINCREF(v);
+    Py_DECREF(fresh);
+    return v;
 }
 
 /* Move a native memo to another context: its fields, and of its inline

@@ -98,6 +98,13 @@ FC_INTERNAL PyObject *fc_memo_pairs_dict(Py_ssize_t n, PyObject *const *names,
 FC_INTERNAL int fc_memo_show(FcCtx *c);
 FC_INTERNAL void fc_memo_hide(FcCtx *c);
 FC_INTERNAL int fc_memo_expose(FcCtx *c);
+/* The sub-memo under `key` (an interned str: torch's "torch"; memo.c, "A
+   sub-memo"), in a native table or a dict memo (not a mapping memo).
+   get: memo.get(key).  new ref | NULL (none) | NULL+exc
+   setdefault: memo.setdefault(key, {}).  new ref | NULL+exc
+   No user code, but a dict memo's keys' __eq__. */
+FC_INTERNAL PyObject *fc_memo_sub_get(FcCtx *c, PyObject *key);
+FC_INTERNAL PyObject *fc_memo_sub_setdefault(FcCtx *c, PyObject *key);
 /* deepcopy(x, memo) from a hook that was shown `memo` by a call still
    running on this thread, with the dict untouched since: that call, whose
    native table the nested call may take over.  borrowed | NULL (no error) */

@@ -103,7 +103,8 @@ FC_INTERNAL Py_ssize_t
 fc_prof_memo_len(FcCtx *c)
 {
     if (c->mode == FC_MEMO_NATIVE) {
-        return c->native.n;
+        /* len(memo) less the keep-alive list, as below */
+        return c->native.n + (c->native.sub != NULL);
     }
     if (c->mode != FC_MEMO_DICT) {
         return 0;

@@ -1018,7 +1018,7 @@ fc_torch_where(FcState *st, PyObject *x, int known, int *dev, uintptr_t *stream)
 }
 
 /* Is x (an exact torch.Tensor) one we copy natively?  depth counts .grad
-   levels.  1 | 0 decline | -1+exc */
+   levels.  1 yes, on the CPU | 2 yes, CUDA | 0 decline | -1+exc */
 static int
 fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
 {
@@ -1032,9 +1032,9 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
         && (!PyDict_CheckExact(*dp) || PyDict_GET_SIZE(*dp) != 0)) {
         return 0;
     }
-    int r;
+    int r, dev;
     if ((r = fc_torch_is(st, x, TA_T_IS_LEAF, 0)) != 1
-        || (r = fc_torch_device_ok(st, x)) < 1) {
+        || (r = dev = fc_torch_device_ok(st, x)) < 1) {
         return r;
     }
     PyObject *layout = fc_torch_get(st, x, TA_T_LAYOUT);
@@ -1056,7 +1056,7 @@ fc_torch_tensor_ok(FcState *st, PyObject *x, int depth)
     }
     r = g == Py_None ? 1 : fc_torch_tensor_ok(st, g, depth + 1);
     Py_DECREF(g);
-    return r;
+    return r > 0 ? dev : r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1117,7 +1117,7 @@ done:
     return y;
 }
 
-/* copy.deepcopy(us, memo) for an UntypedStorage, memo a dict:
+/* copy.deepcopy(us, memo) for an UntypedStorage, memo native or a dict:
        memo.get(id(us)) first; else UntypedStorage.__deepcopy__ (the
        "torch" sub-memo keyed by _cdata), memo[id(us)] = y, _keep_alive(us).
    new ref | NULL+exc */
@@ -1132,13 +1132,7 @@ fc_torch_storage_deep(FcCtx *c, PyObject *us, int dev, uintptr_t stream)
     }
     y = NULL;
     /* memo = memo.setdefault("torch", {}) */
-    PyObject *fresh = PyDict_New();
-    if (fresh == NULL) {
-        return NULL;
-    }
-    tm = PyDict_SetDefault(c->memo, TN(st, TN_TORCH), fresh);
-    Py_XINCREF(tm);
-    Py_DECREF(fresh);
+    tm = fc_memo_sub_setdefault(c, TN(st, TN_TORCH));
     if (tm == NULL) {
         return NULL;
     }
@@ -1211,9 +1205,8 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
         goto decline;
     }
     /* strong: a key's __eq__ in the sub-memo may replace it */
-    tm = PyDict_GetItemWithError(c->memo, TN(st, TN_TORCH));
+    tm = fc_memo_sub_get(c, TN(st, TN_TORCH));
     if (tm != NULL) {
-        Py_INCREF(tm);
         r = PyDict_CheckExact(tm) ? PyDict_Contains(tm, cdata) : 1;
         Py_CLEAR(tm);
         if (r != 0) {
@@ -1262,13 +1255,7 @@ fc_torch_tensor_owned(FcCtx *c, PyObject *x, PyObject *us, int dev, uintptr_t st
     }
     /* memo.setdefault("torch", {})[us._cdata] = new_storage, then
        copy.deepcopy's memo[id(us)] and keep-alive */
-    v = PyDict_New();
-    if (v == NULL) {
-        goto error;
-    }
-    tm = PyDict_SetDefault(c->memo, TN(st, TN_TORCH), v);
-    Py_XINCREF(tm);
-    Py_DECREF(v);
+    tm = fc_memo_sub_setdefault(c, TN(st, TN_TORCH));
     if (tm == NULL || PyObject_SetItem(tm, cdata, nus) < 0
         || fc_memo_finish(c, us, nus) < 0) {
         goto error;
@@ -1287,11 +1274,12 @@ error:
     return NULL;
 }
 
-/* Tensor.__deepcopy__(x, memo) for a tensor fc_torch_tensor_ok accepted,
-   memo already a dict; sets memo[id(x)] (no keep-alive: the caller does
-   what its caller would).  new ref | NULL+exc */
+/* Tensor.__deepcopy__(x, memo) for a tensor fc_torch_tensor_ok accepted
+   (known: what it returned, no code run since), with a native or a dict
+   memo (its "torch" key: fc_memo_sub_*); sets memo[id(x)] (no keep-alive:
+   the caller does what its caller would).  new ref | NULL+exc */
 static PyObject *
-fc_torch_tensor_deep(FcCtx *c, PyObject *x)
+fc_torch_tensor_deep(FcCtx *c, PyObject *x, int known)
 {
     FcState *st = c->st;
     PyObject *us = NULL, *nus = NULL, *t = NULL, *off = NULL, *size = NULL;
@@ -1300,7 +1288,7 @@ fc_torch_tensor_deep(FcCtx *c, PyObject *x)
     int dev;
     uintptr_t stream;
 
-    if (fc_torch_where(st, x, 0, &dev, &stream) < 0) {
+    if (fc_torch_where(st, x, known, &dev, &stream) < 0) {
         goto error;
     }
     us = fc_torch_call0(st, x, TA_T_UNTYPED_STORAGE);
@@ -1352,10 +1340,15 @@ storage_done:;
                 r = 0;
             }
             if (r > 0) {
-                ng = fc_torch_tensor_deep(c, g);
+                ng = fc_torch_tensor_deep(c, g, r);
             }
-            else if (c->walk->before_user_code(c, 0) == 0) {
-                ng = PyObject_CallMethodOneArg(g, st->s_deepcopy, c->memo);
+            else {
+                /* the grad's own __deepcopy__, shown the memo */
+                c->shown_x = g;
+                if (c->walk->before_user_code(c, 1) == 0) {
+                    ng = PyObject_CallMethodOneArg(g, st->s_deepcopy, c->memo);
+                }
+                fc_memo_hide(c);
             }
             r = ng == NULL ? -1 : 1;
         }
@@ -1589,11 +1582,9 @@ fc_torch_deep(FcCtx *c, PyObject *x, int kind)
         y = fc_torch_param_deep(c, x, r);
     }
     else {
-        /* the memo gets a string key: it must be the stdlib's dict now */
-        if (fc_memo_expose(c) < 0) {
-            return NULL;
-        }
-        y = fc_torch_tensor_deep(c, x);
+        /* the memo's "torch" key is a sub-memo of the native table, or of
+           the dict memo (memo.c, "A sub-memo") */
+        y = fc_torch_tensor_deep(c, x, r);
     }
     return fc_memo_done(c, x, y);
 }

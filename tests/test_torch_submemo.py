@@ -1,0 +1,266 @@
+"""torch's "torch" sub-memo in a native memo (memo.c, "A sub-memo").
+
+UntypedStorage.__deepcopy__ keeps its own memo under memo["torch"], keyed by the storage's
+_cdata.  With memo=None fastcopy copies tensors without turning its native table into a dict:
+the sub-memo is held beside the table and put into the dict a hook is shown at the place the
+stdlib's setdefault put it.  Each test copies the same source with copy.deepcopy and
+fastcopy.deepcopy (memo=None) and compares the results and the memo each hook was shown,
+with hooks that only look, that write into memo["torch"], replace or delete it, or copy a
+tensor through the memo themselves.
+"""
+import copy
+
+import pytest
+
+import fastcopy
+
+torch = pytest.importorskip("torch")
+
+from test_torch import shape_of  # noqa: E402  (needs torch)
+
+IMPLS = {"copy": copy.deepcopy, "fastcopy": fastcopy.deepcopy}
+
+
+def plain(n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, generator=g)
+
+
+class Names:
+    """Labels for the objects of a source: its tensors, their storage objects (held here, so
+    both runs meet the same ones), dicts and lists, by identity; storages by _cdata."""
+
+    def __init__(self, src):
+        self.by_id = {}
+        self.cdata = {}
+        self.held = []
+        self._walk(src, "src")
+
+    def _walk(self, o, name):
+        if id(o) in self.by_id:
+            return
+        self.by_id[id(o)] = name
+        self.held.append(o)
+        if isinstance(o, torch.Tensor):
+            us = o.untyped_storage()
+            self.held.append(us)
+            self.by_id.setdefault(id(us), name + ".storage")
+            self.cdata.setdefault(us._cdata, name + ".storage")
+            d = o.__dict__
+            self.held.append(d)
+            self.by_id.setdefault(id(d), name + ".__dict__")
+            if o.grad is not None:
+                self._walk(o.grad, name + ".grad")
+        elif isinstance(o, (list, tuple)):
+            for i, v in enumerate(o):
+                self._walk(v, "%s[%d]" % (name, i))
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                self._walk(v, "%s[%r]" % (name, k))
+
+    def label(self, o):
+        return self.by_id.get(id(o), type(o).__name__)
+
+    def picture(self, memo):
+        """The memo in order: each key by the object it is the id of, values by type; the
+        keep-alive list by its originals; the sub-memo by the storages its keys name."""
+        out = []
+        for k, v in memo.items():
+            if k == id(memo):
+                out.append(("keep", tuple(self.label(o) for o in v)))
+            elif k == "torch":
+                out.append(("torch", type(v).__name__,
+                            tuple((self.cdata.get(c, "?"), type(s).__name__)
+                                  for c, s in v.items()) if isinstance(v, dict) else None))
+            else:
+                out.append((self.by_id.get(k, "?"), type(v).__name__))
+        return out
+
+
+class Peek:
+    """Records the memo it is shown; returns itself."""
+
+    def __init__(self, log, names, tag):
+        self.log, self.names, self.tag = log, names, tag
+
+    def __deepcopy__(self, memo):
+        self.log.append((self.tag, len(memo), self.names[0].picture(memo)))
+        return self
+
+
+class Act:
+    """Runs act(memo) when copied (after recording the memo); returns itself."""
+
+    def __init__(self, log, names, act):
+        self.log, self.names, self.act = log, names, act
+
+    def __deepcopy__(self, memo):
+        self.log.append(("act", self.names[0].picture(memo)))
+        self.act(memo)
+        return self
+
+
+def both(build):
+    """build(log, names) -> source; copied by each implementation with memo=None.  Returns
+    {impl: (result shape or error, log)} and asserts the two agree."""
+    out = {}
+    for name, impl in IMPLS.items():
+        _IMPL[0] = impl
+        log, names = [], [None]
+        src = build(log, names)
+        names[0] = Names(src)
+        try:
+            y = impl(src)
+            res = shape_of(y, src)
+        except Exception as e:
+            res = ("raised", type(e).__name__, str(e))
+        out[name] = (res, log)
+    _IMPL[0] = copy.deepcopy
+    assert out["copy"][0] == out["fastcopy"][0]
+    assert out["copy"][1] == out["fastcopy"][1]
+    return out
+
+
+def test_hook_after_a_tensor_sees_the_sub_memo():
+    out = both(lambda log, names: [plain(4), Peek(log, names, 1)])
+    pic = out["copy"][1][0][2]
+    assert [e[0] for e in pic] == ["src", "torch", "src[0].storage", "keep",
+                                   "src[0].__dict__", "src[0]"]
+
+
+def test_keep_alive_list_before_the_sub_memo_at_one_place():
+    # the inner list's keep-alive comes after two entries, and so does "torch"
+    out = both(lambda log, names: [[], plain(4), Peek(log, names, 1)])
+    pic = out["copy"][1][0][2]
+    assert [e[0] for e in pic][:4] == ["src", "src[0]", "keep", "torch"]
+
+
+def test_shared_storages_views_and_hooks_between():
+    def build(log, names):
+        a, b = plain(6), plain(3, seed=1)
+        return [a, a[2:], Peek(log, names, 1), b, {"again": a, "b": b[1:]}, Peek(log, names, 2)]
+    both(build)
+
+
+def test_many_tensors_and_a_hook_every_few():
+    def build(log, names):
+        src = []
+        base = [plain(4, seed=i) for i in range(5)]
+        for i in range(40):
+            src.append(base[i % 5] if i % 3 else base[i % 5][1:])
+            if i % 9 == 0:
+                src.append(Peek(log, names, i))
+        return src
+    both(build)
+
+
+def test_hook_adds_to_the_sub_memo():
+    # the next tensor's storage is found in memo["torch"]: both share that storage object
+    other = torch.UntypedStorage(16)
+
+    def build(log, names):
+        t1, t2 = plain(4), plain(4, seed=1)
+
+        def act(memo):
+            memo["torch"][t2.untyped_storage()._cdata] = other
+        return [t1, Act(log, names, act), t2, Peek(log, names, 1)]
+    out = both(build)
+    assert out["copy"][0] == out["fastcopy"][0]
+
+
+@pytest.mark.parametrize("how", ["replace", "delete"])
+def test_hook_replaces_or_deletes_the_sub_memo(how):
+    def build(log, names):
+        t1, t2 = plain(4), plain(4, seed=1)
+
+        def act(memo):
+            if how == "replace":
+                memo["torch"] = {}
+            else:
+                del memo["torch"]
+        return [t1, Act(log, names, act), t1[1:], t2, Peek(log, names, 1), t2[2:]]
+    both(build)
+
+
+def test_hook_makes_the_sub_memo_first():
+    def build(log, names):
+        return [Act(log, names, lambda memo: memo.setdefault("torch", {})), plain(4),
+                Peek(log, names, 1)]
+    both(build)
+
+
+class Nest:
+    """Copies more tensors through the memo it is shown, with the implementation under test
+    (_IMPL) or the stdlib's own deepcopy, then records the memo."""
+
+    def __init__(self, log, names, items, own):
+        self.log, self.names, self.items, self.own = log, names, items, own
+
+    def __deepcopy__(self, memo):
+        new = Nest.__new__(Nest)
+        deep = copy.deepcopy if self.own else _IMPL[0]
+        new.items = deep(self.items, memo)
+        self.log.append(("nest", self.names[0].picture(memo)))
+        return new
+
+
+_IMPL = [copy.deepcopy]
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["same-impl", "stdlib"])
+def test_hook_copies_tensors_through_the_memo(own):
+    def build(log, names):
+        t1, t2 = plain(4), plain(4, seed=1)
+        return [t1, Nest(log, names, [t2, t1[1:]], own), t2, Peek(log, names, 1), t1[2:]]
+    both(build)
+
+
+def test_hook_copies_the_first_tensor_through_the_memo():
+    def build(log, names):
+        t1, t2 = plain(4), plain(4, seed=1)
+        return [Nest(log, names, [t2], False), t1, t2[1:], Peek(log, names, 1)]
+    both(build)
+
+
+def test_patched_nested_copies():
+    def build(log, names):
+        t1, t2 = plain(4), plain(4, seed=1)
+        return [t1, Nest(log, names, [t2, t1[1:]], True), t2, Peek(log, names, 1)]
+    fastcopy.patch()
+    try:
+        both(build)
+    finally:
+        fastcopy.unpatch()
+
+
+def test_grad_copied_by_its_own_deepcopy_is_shown_the_memo():
+    def build(log, names):
+        t = plain(4).requires_grad_()
+        t.grad = plain(4, seed=2)
+        t.grad.tag = "not native"       # a grad with a __dict__: its own __deepcopy__
+        return [plain(3), t, Peek(log, names, 1)]
+    out = both(build)
+    assert out["copy"][1][0][2][-1][0] == "src[1]"
+
+
+def test_memo_passed_in_is_unchanged_road():
+    # a caller's memo: the dict road as before (its "torch" key in place)
+    t = plain(4)
+    memos = []
+    for impl in IMPLS.values():
+        m = {}
+        impl([t, t[1:]], m)
+        memos.append([(k if k == "torch" else type(k).__name__, type(v).__name__)
+                      for k, v in m.items()])
+    assert memos[0] == memos[1]
+
+
+def test_state_dict_stays_native():
+    """White box: a dict of plain tensors copies with the memo never shown."""
+    sd = {"w%d" % i: plain(8, seed=i) for i in range(20)}
+    fastcopy.deepcopy(sd)
+    before = fastcopy._fastcopy._sysinfo()
+    fastcopy.deepcopy(sd)
+    after = fastcopy._fastcopy._sysinfo()
+    assert after["memo_to_dict"] == before["memo_to_dict"]
+    assert after["memo_shown"] == before["memo_shown"]
