@@ -371,8 +371,13 @@ def thp_mode():
 
 def main(args, out, err, fastcopy):
     libs = _libs(args.buffer_libs or ("numpy", "torch"))
-    if "numpy" not in libs:
+    if not _libs(("numpy",)):
+        # the limit is np.copyto, whichever libraries are swept
         print("python -m fastcopy --buffers: needs numpy", file=err)
+        return 2
+    if not libs:
+        print("python -m fastcopy --buffers: none of %s is installed"
+              % ", ".join(args.buffer_libs), file=err)
         return 2
     sizes = QUICK_SIZES if args.quick else SIZES
     if args.max_size:

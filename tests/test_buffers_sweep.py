@@ -100,6 +100,17 @@ class TestRun(unittest.TestCase):
         import fastcopy
         self.assertFalse(fastcopy.configure()["numpy_pool"])
 
+    @unittest.skipUnless(HAVE_TORCH, "needs torch")
+    def test_torch_alone(self):
+        # numpy is still what the limit is measured with: a torch-only sweep runs
+        path = os.path.join(self.tmp.name, "t.json")
+        rc, out, err = run_main("--buffers", "--quick", "--buffer-lib", "torch", "--max-size", "1K",
+                                "--repeats", "2", "--sample", "0.0005", "--no-rss", "--json", path)
+        self.assertEqual(rc, 0, err)
+        with open(path) as f:
+            doc = json.load(f)
+        self.assertEqual({r["lib"] for r in doc["sweep"]}, {"torch"})
+
     def test_peak_rss_rows(self):
         rows = _buffers.peak_rss(["numpy"], [1 << 20])
         self.assertEqual(len(rows), 1)
