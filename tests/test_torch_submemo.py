@@ -264,3 +264,73 @@ def test_state_dict_stays_native():
     after = fastcopy._fastcopy._sysinfo()
     assert after["memo_to_dict"] == before["memo_to_dict"]
     assert after["memo_shown"] == before["memo_shown"]
+
+
+class Keeper:
+    """Keeps the sub-memo it was shown and writes into it when a later Act asks."""
+
+    kept = []
+
+    def __deepcopy__(self, memo):
+        Keeper.kept.append(memo.get("torch"))
+        return self
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_mixes(seed):
+    """Tensors (fresh, views, shared, with grads), containers and hooks that read the memo,
+    write into memo["torch"], replace or delete it, keep it, or copy tensors through the
+    memo, in a random order; memo=None, compared with the stdlib."""
+    import random
+    rng = random.Random(seed)
+    kinds = ["tensor", "view", "again", "grad", "list", "peek", "add", "replace", "delete",
+             "keep", "keptadd", "nest", "nestown", "makesub"]
+    picks = [rng.choice(kinds) for _ in range(rng.randrange(3, 20))]
+    spare = torch.UntypedStorage(8)
+
+    def build(log, names):
+        del Keeper.kept[:]      # each run writes into the sub-memos it kept itself
+        pool = [plain(6, seed=seed * 10 + i) for i in range(3)]
+        src = []
+        for i, k in enumerate(picks):
+            t = pool[i % 3]
+            if k == "tensor":
+                src.append(plain(5, seed=1000 + i))
+            elif k == "view":
+                src.append(t[i % 4:])
+            elif k == "again":
+                src.append(t)
+            elif k == "grad":
+                g = plain(4, seed=i).requires_grad_()
+                g.grad = plain(4, seed=i + 1)
+                src.append(g)
+            elif k == "list":
+                src.append([t, [i]])
+            elif k == "peek":
+                src.append(Peek(log, names, i))
+            elif k == "add":
+                src.append(Act(log, names, lambda m, t=t: m.setdefault("torch", {}).__setitem__(
+                    t.untyped_storage()._cdata, spare)))
+            elif k == "replace":
+                src.append(Act(log, names, lambda m: m.__setitem__("torch", {})))
+            elif k == "delete":
+                src.append(Act(log, names, lambda m: m.pop("torch", None)))
+            elif k == "keep":
+                src.append(Keeper())
+            elif k == "keptadd":
+                def act(m, t=t):
+                    for sub in Keeper.kept:
+                        if isinstance(sub, dict):
+                            sub[t.untyped_storage()._cdata] = spare
+                src.append(Act(log, names, act))
+            elif k == "nest":
+                src.append(Nest(log, names, [t, t[1:]], False))
+            elif k == "nestown":
+                src.append(Nest(log, names, [t[2:]], True))
+            else:
+                src.append(Act(log, names, lambda m: m.setdefault("torch", {})))
+        return src
+    try:
+        both(build)
+    finally:
+        del Keeper.kept[:]
