@@ -334,3 +334,41 @@ def test_random_mixes(seed):
         both(build)
     finally:
         del Keeper.kept[:]
+
+
+class Raises:
+    def __deepcopy__(self, memo):
+        raise KeyError("hook failed")
+
+
+class Reads:
+    def __deepcopy__(self, memo):
+        memo.get("torch")
+        return self
+
+
+class Replaces:
+    def __deepcopy__(self, memo):
+        memo["torch"] = {}
+        return self
+
+
+@pytest.mark.parametrize("case", ["read", "replace", "raises"])
+def test_no_block_growth(case):
+    """No leak on the sub-memo's roads: a hook that reads it, one that replaces it, a hook
+    that raises after tensors (the table cleared on the error path)."""
+    import sysconfig
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("free-threaded builds free memory lazily")
+    from test_leaks import _blocks_delta
+    t = plain(8)
+    hook = {"read": Reads(), "replace": Replaces(), "raises": Raises()}[case]
+    src = [t, t[1:], plain(3), hook, {"a": t}, t[2:]]
+
+    def run():
+        try:
+            fastcopy.deepcopy(src)
+        except KeyError:
+            pass
+    delta = _blocks_delta(run, 400)
+    assert delta < 100, "%s: %d blocks more after 400 calls" % (case, delta)
