@@ -407,13 +407,18 @@ class NoMemorySweep(unittest.TestCase):
 
 
 def _have_numpy():
-    # without importing numpy: the lazy sweep needs a worker where it is not imported yet
+    # without importing numpy: the lazy sweep needs a worker where it is not imported yet.
+    # The pool is part of the numpy path, which a core built before numpy was installed
+    # lacks (backends() reads that from the build, without importing numpy)
     import importlib.util
-    return (importlib.util.find_spec("numpy") is not None
-            and importlib.util.find_spec("fastcopy") is not None)
+    if importlib.util.find_spec("numpy") is None or importlib.util.find_spec("fastcopy") is None:
+        return False
+    import fastcopy
+    return fastcopy.backends()["numpy"]["built"]
 
 
-@unittest.skipUnless(HAVE_NOMEMORY and _have_numpy(), "needs _testcapi.set_nomemory, numpy")
+@unittest.skipUnless(HAVE_NOMEMORY and _have_numpy(),
+                     "needs _testcapi.set_nomemory, numpy and a core built with it")
 class NoMemoryNumpyPool(unittest.TestCase):
     """configure(numpy_pool=True): the pool's handler is set once in a private context, which
     is entered around each pooled allocation; failing allocations anywhere in a copy -- the
