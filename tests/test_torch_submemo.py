@@ -372,3 +372,94 @@ def test_no_block_growth(case):
             pass
     delta = _blocks_delta(run, 400)
     assert delta < 100, "%s: %d blocks more after 400 calls" % (case, delta)
+
+
+CHILD = r'''
+import copy, gc, sys
+sys.path.insert(0, %(here)r)
+import torch
+import fastcopy
+from test_torch import shape_of
+
+def plain(n, seed):
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+class Frees:
+    """Drops the source's uncopied tail (its tensors and their storages go with it), then
+    resizes a tensor already copied and writes into its storage."""
+    def __init__(self, src):
+        self.src = src
+    def __deepcopy__(self, memo):
+        tail = self.src[self.src.index(self) + 1:]
+        del self.src[self.src.index(self) + 1:]
+        del tail
+        gc.collect()
+        self.src[0].resize_(2)
+        self.src[1].fill_(7.0)
+        self.src.append(plain(3, 99))
+        return self
+
+class Kept:
+    """Keeps the sub-memo and arms a finalizer for the next collection, mid-copy."""
+    subs = []
+    def __deepcopy__(self, memo):
+        Kept.subs.append(memo.get("torch"))
+        arm(scribble)
+        return self
+
+def arm(action):
+    """cyclic garbage whose finalizer runs action() at a collection from now"""
+    class D:
+        def __del__(self):
+            action()
+    d = D(); d.me = d
+
+fired = []
+
+def scribble():
+    for sub in Kept.subs:
+        if isinstance(sub, dict):
+            fired.append(len(sub))
+            sub.clear()
+            sub[12345] = torch.UntypedStorage(4)
+
+def build(kind):
+    a, b = plain(6, 1), plain(5, 2)
+    if kind == "frees":
+        src = [a, a[1:], None, b, b[2:], plain(4, 3)]
+        src[2] = Frees(src)
+    else:
+        src = [a, Kept(), a[2:], b, [b[1:], plain(4, 4)], a]
+    return src
+
+out = {}
+for impl in (copy.deepcopy, fastcopy.deepcopy):
+    for kind in ("frees", "finalizer"):
+        Kept.subs.clear()
+        src = build(kind)
+        if kind == "finalizer":
+            gc.set_threshold(1, 1, 1)
+        try:
+            y = impl(src)
+            res = shape_of(y, src)
+        except Exception as e:
+            res = ("raised", type(e).__name__, str(e))
+        finally:
+            gc.set_threshold(700, 10, 10)
+        out.setdefault(kind, []).append(res)
+for kind, (a, b) in out.items():
+    assert a == b, (kind, a, b)
+# the finalizer found a sub-memo holding the first tensor's storage, in both runs
+assert fired == [1, 1], fired
+print("ok")
+'''
+
+
+def test_hooks_and_finalizers_free_the_source_in_a_child():
+    """A hook that frees the source's uncopied tensors and changes copied ones, and a
+    finalizer that clears a sub-memo a hook kept, mid-copy with the sub-memo native: results
+    compared with the stdlib's, in a child process (a crash is a failure, not a dead run)."""
+    import os
+    from shape import run_python
+    p = run_python(CHILD % {"here": os.path.dirname(os.path.abspath(__file__))}, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.returncode, p.stderr[-3000:])
