@@ -1864,70 +1864,60 @@ fc_memo_expose(FcCtx *c)
  * second, different one shows the memo for good (torch has one).
  */
 
-/* The native table's sub-memo for `key`, if it is the one it holds.
-   1 (*res new ref, or NULL: none yet) | 0 another key's | no error */
+/* Where the sub-memo under `key` is: 1 in the native table (*res its dict,
+   a new ref, or NULL: none yet) | 0 in the dict memo c->memo | -1+exc.  A
+   native table holding another key shows the memo for good. */
 static int
-fc_memo_sub_native(FcCtx *c, PyObject *key, PyObject **res)
+fc_memo_sub_where(FcCtx *c, PyObject *key, PyObject **res)
 {
-    FcMemo *m = &c->native;
     *res = NULL;
-    if (m->sub_key == NULL) {
-        return 1;
+    if (c->mode == FC_MEMO_NATIVE) {
+        FcMemo *m = &c->native;
+        if (m->sub_key == NULL || m->sub_key == key) {
+            *res = Py_XNewRef(m->sub);
+            return 1;
+        }
+        if (fc_memo_expose(c) < 0) {
+            return -1;
+        }
     }
-    if (m->sub_key != key) {
-        return 0;
+    if (c->mode != FC_MEMO_DICT) {
+        PyErr_SetString(PyExc_SystemError, "fastcopy: a sub-memo of a mapping memo");
+        return -1;
     }
-    *res = Py_NewRef(m->sub);
-    return 1;
+    return 0;
 }
 
 FC_INTERNAL PyObject *
 fc_memo_sub_get(FcCtx *c, PyObject *key)
 {
     PyObject *v;
-    if (c->mode == FC_MEMO_NATIVE) {
-        if (fc_memo_sub_native(c, key, &v)) {
-            return v;
-        }
-        if (fc_memo_expose(c) < 0) {
-            return NULL;
-        }
-    }
-    if (c->mode != FC_MEMO_DICT) {
-        PyErr_SetString(PyExc_SystemError, "fastcopy: a sub-memo of a mapping memo");
-        return NULL;
+    int r = fc_memo_sub_where(c, key, &v);
+    if (r != 0) {
+        return v;
     }
     /* strong: a key's __eq__ may replace it */
-    v = PyDict_GetItemWithError(c->memo, key);
-    return Py_XNewRef(v);
+    return Py_XNewRef(PyDict_GetItemWithError(c->memo, key));
 }
 
 FC_INTERNAL PyObject *
 fc_memo_sub_setdefault(FcCtx *c, PyObject *key)
 {
     PyObject *v;
-    if (c->mode == FC_MEMO_NATIVE) {
-        if (fc_memo_sub_native(c, key, &v)) {
-            if (v != NULL) {
-                return v;
-            }
-            FcMemo *m = &c->native;
-            if ((m->sub = PyDict_New()) == NULL) {
-                return NULL;
-            }
-            m->sub_key = Py_NewRef(key);
-            m->sub_pos = m->n;
-            m->sub_first = m->keep_pos < 0;
-            m->sub_in_mirror = 0;
-            return Py_NewRef(m->sub);
-        }
-        if (fc_memo_expose(c) < 0) {
+    int r = fc_memo_sub_where(c, key, &v);
+    if (r < 0 || v != NULL) {
+        return v;
+    }
+    if (r > 0) {
+        FcMemo *m = &c->native;
+        if ((m->sub = PyDict_New()) == NULL) {
             return NULL;
         }
-    }
-    if (c->mode != FC_MEMO_DICT) {
-        PyErr_SetString(PyExc_SystemError, "fastcopy: a sub-memo of a mapping memo");
-        return NULL;
+        m->sub_key = Py_NewRef(key);
+        m->sub_pos = m->n;
+        m->sub_first = m->keep_pos < 0;     /* the keep-alive list comes later */
+        m->sub_in_mirror = 0;
+        return Py_NewRef(m->sub);
     }
     PyObject *fresh = PyDict_New();
     if (fresh == NULL) {
