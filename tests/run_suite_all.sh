@@ -17,8 +17,12 @@ for py in "$root"/versions/*/bin/python; do
     ver=$("$py" -c 'import platform; print(platform.python_version())')
     [ "$ver" = "$default" ] && continue
     echo "=== suite on Python $ver"
+    # what the test extra brings (pytest; setuptools >= 77, which test_autopatch's setup.py
+    # build_py needs as much as an in-place build does)
     "$py" -c 'import pytest' 2>/dev/null || "$py" -m pip install -q pytest \
         || { echo "!!! $ver: no pytest"; fails=$((fails + 1)); continue; }
+    bash scripts/prepare_python.sh "$py" >/dev/null 2>&1 \
+        || { echo "!!! $ver: no setuptools >= 77"; fails=$((fails + 1)); continue; }
     # the libraries with native hook roads (src/hooks.c), at the releases .ci/run pins
     "$py" -m pip install -q "attrs==26.1.0" "pydantic==2.14.4" >/dev/null 2>&1 \
         || echo "($ver: attrs/pydantic not installed: their tests skip)"

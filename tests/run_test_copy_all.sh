@@ -5,8 +5,8 @@
 #   tests/run_test_copy_all.sh            # from anywhere; works in the repo root
 #
 # For each interpreter it builds the C core in place (the .so names carry the
-# ABI tag, so builds for several versions coexist in fastcopy/), installing
-# setuptools into that interpreter first if it lacks it, then runs
+# ABI tag, so builds for several versions coexist in fastcopy/), giving
+# that interpreter setuptools >= 77 first (scripts/prepare_python.sh), then runs
 # tests/test_stdlib_test_copy.py with plain unittest (pytest not needed).
 # Exit status: number of interpreters that failed (0 = all good).
 set -u
@@ -19,9 +19,8 @@ for py in "$root"/versions/*/bin/python; do
     [ "$ok" = 1 ] || continue
     ver=$("$py" -c 'import platform; print(platform.python_version())')
     echo "=== Python $ver ($py)"
-    if ! "$py" -c 'import setuptools' 2>/dev/null; then
-        "$py" -m pip install -q setuptools || { echo "!!! $ver: no setuptools"; fails=$((fails + 1)); continue; }
-    fi
+    bash scripts/prepare_python.sh "$py" \
+        || { echo "!!! $ver: no setuptools >= 77"; fails=$((fails + 1)); continue; }
     if ! "$py" setup.py -q build_ext --inplace --build-temp "build/temp-$ver" >"build-$ver.log" 2>&1; then
         echo "!!! $ver: build failed (see build-$ver.log)"; fails=$((fails + 1)); continue
     fi

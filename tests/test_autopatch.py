@@ -21,6 +21,21 @@ START_FILES = ("_fastcopy_autopatch.py", "fastcopy-autopatch.pth", "fastcopy-aut
 PEP829 = sys.version_info >= (3, 15)
 
 
+def _require_setuptools():
+    """setup.py needs setuptools >= 77 (the PEP 639 license fields in pyproject.toml).  The test
+    extra brings it (README: ``pip install -e ".[test]"``); without it this is a setup error that
+    says so, not a skip: the start-up files can be built on every supported CPython."""
+    try:
+        import setuptools
+    except ImportError:
+        pytest.fail("setuptools is not installed: install the test extra "
+                    "(python -m pip install -e \".[test]\") or 'setuptools>=77'", pytrace=False)
+    major = int(setuptools.__version__.split(".")[0])
+    if major < 77:
+        pytest.fail(f"setuptools {setuptools.__version__} cannot read pyproject.toml's PEP 639 "
+                    "license fields: install the test extra or 'setuptools>=77'", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def site_dir(tmp_path_factory):
     """A site dir holding exactly what build_py puts at the top of site-packages:
@@ -29,12 +44,15 @@ def site_dir(tmp_path_factory):
     installed = not source_tree.FROM_SOURCE and ROOT is not None \
         and all(os.path.exists(os.path.join(ROOT, n)) for n in START_FILES)
     if source_tree.SOURCE_ROOT is not None and not installed:
-        pytest.importorskip("setuptools")
+        _require_setuptools()
         build = tmp_path_factory.mktemp("build")
         # egg_info -e keeps setuptools' metadata out of the source tree too
-        subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "-e", str(build),
-                        "build_py", "-d", str(build)],
-                       cwd=source_tree.SOURCE_ROOT, check=True, capture_output=True)
+        proc = subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "-e", str(build),
+                               "build_py", "-d", str(build)],
+                              cwd=source_tree.SOURCE_ROOT, capture_output=True, text=True)
+        if proc.returncode:
+            pytest.fail(f"setup.py build_py failed ({proc.returncode}):\n{proc.stderr[-3000:]}",
+                        pytrace=False)
     elif installed:
         build = pathlib.Path(ROOT)
     else:
