@@ -123,7 +123,15 @@ def _trampolines():
     # Their names (_G_DEEP, _G_COPY) are looked up in the copy module, where
     # patch() puts them.  A real file, so tracebacks show a real line.
     from . import _trampoline
-    return _trampoline.deepcopy.__code__, _trampoline.copy.__code__
+    # the running copy.py's own signature: (x, memo=None, _nil=[]) through 3.14, (x, memo=None)
+    # from 3.15
+    has_nil = "_nil" in _STD_DEEPCOPY_CODE.co_varnames[:_STD_DEEPCOPY_CODE.co_argcount]
+    deep = _trampoline.deepcopy.__code__
+    if not has_nil:
+        # named as the function it becomes the code of, for tracebacks
+        deep = _trampoline.deepcopy_no_nil.__code__.replace(co_name="deepcopy",
+                                                           co_qualname="deepcopy")
+    return deep, _trampoline.copy.__code__
 
 
 _TRAMP_DEEPCOPY, _TRAMP_COPY = _trampolines()

@@ -41,25 +41,32 @@ __all__ = [
 if sys.version_info >= (3, 13):
     __all__ += ["replace"]
 
-def deepcopy(x: _T, memo: _Memo | None = None, _nil: Any = ..., *, share: _Share = None) -> _T:
-    """Deep copy operation on arbitrary Python objects: the same result as
-    `copy.deepcopy(x, memo)` on this interpreter, computed in C.
+if sys.version_info < (3, 15):
+    def deepcopy(x: _T, memo: _Memo | None = None, _nil: Any = ...,
+                 *, share: _Share = None) -> _T:
+        """Deep copy operation on arbitrary Python objects: the same result as
+        `copy.deepcopy(x, memo)` on this interpreter, computed in C.
 
-    Types, values and aliasing, the memo's contents (keep-alive list
-    included), the hook calls and the errors are the stdlib's.
+        Types, values and aliasing, the memo's contents (keep-alive list
+        included), the hook calls and the errors are the stdlib's.
 
-    Args:
-        x: the object to copy.
-        memo: the stdlib's memo: any mapping from `id(obj)` to its copy,
-            shared with every `__deepcopy__(memo)` hook called on the way.
-        _nil: accepted because the stdlib has it (through 3.13); ignored.
-        share: not in the stdlib.  A type, a tuple of types, or a predicate
-            called with each object: matching objects are kept by reference
-            wherever they occur instead of being copied.  None: the drop-in.
+        Args:
+            x: the object to copy.
+            memo: the stdlib's memo: any mapping from `id(obj)` to its copy,
+                shared with every `__deepcopy__(memo)` hook called on the way.
+            _nil: accepted where the stdlib has it (through 3.14); ignored.
+            share: not in the stdlib.  A type, a tuple of types, or a predicate
+                called with each object: matching objects are kept by reference
+                wherever they occur instead of being copied.  None: the drop-in.
 
-    Returns:
-        The deep copy of x.
-    """
+        Returns:
+            The deep copy of x.
+        """
+
+else:
+    # 3.15's copy.deepcopy has no _nil: neither has fastcopy's there
+    def deepcopy(x: _T, memo: _Memo | None = None, *, share: _Share = None) -> _T: ...
+
 
 def copy(x: _T, *, deep: _Path | Iterable[_Path] | None = None) -> _T:
     """Shallow copy operation on arbitrary Python objects: the same result as

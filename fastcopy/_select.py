@@ -16,9 +16,15 @@ All paths are resolved against the source before anything is built, so a
 missing field raises AttributeError / KeyError / IndexError naming the whole
 path, with nothing half-done anywhere.
 """
+import builtins
 from collections.abc import Mapping, MutableMapping
 
 from . import _fastcopy  # type: ignore[attr-defined]  # a C extension: no stub of its own
+
+
+# 3.15+: an exact frozendict along a path is rebuilt as a tuple is (copy.copy() returns it
+# itself): a dict of its items with the named keys replaced, then frozendict(that)
+_FROZENDICT = getattr(builtins, "frozendict", None)
 
 
 class _Node:
@@ -151,6 +157,10 @@ def copy_paths(x, deep):
             if type(src) is not tuple and not hasattr(src, "_make"):
                 raise TypeError("cannot rebuild a %s along a path" % type(src).__name__)
             target = list(src)
+        elif _FROZENDICT is not None and isinstance(src, _FROZENDICT):
+            if type(src) is not _FROZENDICT:
+                raise TypeError("cannot rebuild a %s along a path" % type(src).__name__)
+            target = dict(src)
         else:
             target = _fastcopy.copy(src)
             if target is src:
@@ -180,5 +190,7 @@ def copy_paths(x, deep):
             _set(target, key, new, kind)
         if isinstance(src, tuple):
             target = tuple(target) if type(src) is tuple else src._make(target)
+        elif _FROZENDICT is not None and type(src) is _FROZENDICT:
+            target = _FROZENDICT(target)
         built[id(node)] = target
     return built[id(top[2])]

@@ -14,5 +14,11 @@ def deepcopy(x, memo=None, _nil=[]):
     return _fastcopy_deepcopy(x, memo, _nil)
 
 
+# 3.15's copy.deepcopy has no _nil parameter (its memo is read with `d in memo`): the code
+# given to it must have its signature
+def deepcopy_no_nil(x, memo=None):
+    return _fastcopy_deepcopy(x, memo)
+
+
 def copy(x):
     return _fastcopy_copy(x)

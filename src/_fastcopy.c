@@ -15,6 +15,7 @@
 #include "numpy.c"
 #include "torch.c"
 #include "cuda_backend.c"
+#include "watch.c"
 #include "hooks.c"
 #include "plan.c"
 #include "reduce.c"

@@ -250,9 +250,44 @@ fc_copy_run(FcState *st, PyObject *x)
     }
 
     PyObject *copier;
+#if FC_COPY_SETS
+    /* `if cls in _copy_atomic_types: return x`, then
+       `if cls in _copy_builtin_containers: return cls.copy(x)`; with the
+       stdlib's own sets only super and frozendict are left to ask about */
+    if (st->copy_sets_std) {
+        if (fc_copy_atomic_extra(tp)) {
+            return Py_NewRef(x);
+        }
+    }
+    else {
+        int r = fc_copy_set_has(st->copy_atomic, (PyObject *)tp);
+        if (r != 0) {
+            return r > 0 ? Py_NewRef(x) : NULL;
+        }
+        r = fc_copy_set_has(st->copy_containers, (PyObject *)tp);
+        if (r < 0) {
+            return NULL;
+        }
+        if (r > 0) {
+            PyObject *meth = PyObject_GetAttrString((PyObject *)tp, "copy");
+            if (meth == NULL) {
+                return NULL;
+            }
+            fc_prof_hook(st);
+            PyObject *y = PyObject_CallOneArg(meth, x);
+            Py_DECREF(meth);
+            return y;
+        }
+        if (fc_sync(st) < 0) {   /* a container of the user's ran code */
+            return NULL;
+        }
+    }
+    copier = NULL;
+#else
     if (fc_table_get(st, st->copy_dispatch, (PyObject *)tp, &copier) < 0) {
         return NULL;
     }
+#endif
     if (copier != NULL) {
         int truth = PyObject_IsTrue(copier);
         if (truth < 0) {

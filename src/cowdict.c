@@ -124,10 +124,11 @@ fc_cow_unique_ft(PyObject *o)
 
 /* Lookups and writes with a hash computed once, before the table is read
    (dict's own methods hash first, then look up the dict as it is then).
-   3.10-3.12 declare these in cpython/dictobject.h; 3.13 moved the two
-   writers to the internal header but still exports them.  Later versions
-   fall back to the hashing calls (a key is then hashed twice per write). */
-#if PY_VERSION_HEX < 0x030E0000
+   3.10-3.12 declare these in cpython/dictobject.h; 3.13-3.15 declare the
+   two writers in the internal header but still export them (pyver.h,
+   FC_DICT_KNOWN_HASH).  Without them a key would be hashed twice per
+   write, which a __hash__ that counts its calls sees. */
+#if FC_DICT_KNOWN_HASH
 #  define FC_COW_KNOWN_HASH 1
 #  if FC_PY313_PLUS
 PyAPI_FUNC(int) _PyDict_SetItem_KnownHash(PyObject *mp, PyObject *key,
@@ -183,8 +184,26 @@ fc_cow_getref(PyObject *d, PyObject *key, Py_hash_t h, PyObject **res)
 #endif
 }
 
+#if FC_PY314_PLUS
+/* 3.14's dict wraps a key's TypeError from hashing (exactly TypeError):
+   "cannot use 'T' as a dict key (<the error>)", no context or cause.  A
+   dict's own error, so the cowdict's too. */
+FC_NOINLINE Py_hash_t
+fc_cow_unhashable(PyObject *key)
+{
+    PyObject *exc = PyErr_GetRaisedException();
+    if (exc == NULL || !Py_IS_TYPE(exc, (PyTypeObject *)PyExc_TypeError)) {
+        PyErr_SetRaisedException(exc);
+        return -1;
+    }
+    PyErr_Format(PyExc_TypeError, "cannot use '%T' as a dict key (%S)", key, exc);
+    Py_DECREF(exc);
+    return -1;
+}
+#endif
+
 /* hash(key), with a str's cached hash read inline (the hot path: dict's
-   own lookups do the same). */
+   own lookups do the same); a failure raises what dict raises. */
 FC_INLINE Py_hash_t
 fc_cow_hash(PyObject *key)
 {
@@ -194,7 +213,13 @@ fc_cow_hash(PyObject *key)
             return h;
         }
     }
-    return PyObject_Hash(key);
+    Py_hash_t h = PyObject_Hash(key);
+#if FC_PY314_PLUS
+    if (FC_UNLIKELY(h == -1)) {
+        return fc_cow_unhashable(key);
+    }
+#endif
+    return h;
 }
 
 /* Whether the collector tracks o.  On GIL builds through 3.14 the GC header

@@ -57,6 +57,7 @@
 #include "deepcopy.h"
 #include "memo.h"
 #include "plan.h"
+#include "watch.h"
 #include "reduce.h"
 #include "buffers.h"
 #include "defer.h"
@@ -183,6 +184,14 @@ fc_before_user_code(FcCtx *c, int show)
     return show ? fc_memo_show(c) : 0;
 }
 
+/* Was a prefilled frame's source written since its snapshot?  (pyver.h,
+   FC_PREFILL: its version tag through 3.13; the source stamp on 3.14+) */
+#if FC_HAVE_DICT_VERSION
+#  define fc_src_moved(c, f) (fc_dict_version((f)->x) != (f)->u.dict.ver)
+#else
+#  define fc_src_moved(c, f) (fc_src_stamp((c)->st) != (f)->u.dict.ver)
+#endif
+
 /* A dict key whose __hash__/__eq__ may be user code is about to be
    stored: no tape holds it either (FcCtx.off_tape).  0 | -1+exc */
 static int
@@ -263,6 +272,12 @@ fc_recon_release(FcCtx *c, FcRecon *r)
 FC_INLINE void
 fc_frame_release(FcCtx *c, FcFrame *f)
 {
+#if FC_PREFILL && !FC_HAVE_DICT_VERSION
+    if (f->src_watched) {
+        fc_src_unwatch(c->st, f->x);
+        f->src_watched = 0;
+    }
+#endif
     Py_CLEAR(f->x);
     Py_CLEAR(f->y);
     if (f->kind == FR_DICT) {
@@ -753,9 +768,6 @@ fc_demote_all(FcCtx *c)
     return 0;
 }
 
-/* _deepcopy_dict: y = {}; memo[id(x)] = y;
-   for key, value in x.items(): y[deepcopy(key)] = deepcopy(value)
-   (the value is copied first) */
 /* References to the key and value of the entry a dict frame just read
    (before f->u.dict.pos) that the frame can vouch for: x's entry; a
    prefilled y's entry too while it still holds that value (checked).
@@ -777,12 +789,19 @@ fc_dict_own(FcCtx *c, FcFrame *f, PyObject *k, PyObject *v)
 #endif
 }
 
+#if FC_HAVE_FROZENDICT
+static int fc_frozendict_finish(FcCtx *c, FcFrame *f, PyObject **out);
+#endif
+
+/* _deepcopy_dict: y = {}; memo[id(x)] = y;
+   for key, value in x.items(): y[deepcopy(key)] = deepcopy(value)
+   (the value is copied first) */
 FC_INLINE int
 fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
 {
     PyObject *x = f->x, *y = f->y;
-#if FC_HAVE_DICT_VERSION
-    if (f->prefill && fc_dict_version(x) != f->u.dict.ver && fc_dict_demote(f) < 0) {
+#if FC_PREFILL
+    if (f->prefill && fc_src_moved(c, f) && fc_dict_demote(f) < 0) {
         Py_XDECREF(res);
         return -1;
     }
@@ -828,8 +847,8 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                        | 2 prefilled entries to the last skipped */
         FC_CS_BEGIN(x);
         for (;;) {
-#  if FC_HAVE_DICT_VERSION
-            if (f->prefill && fc_dict_version(x) != f->u.dict.ver) {
+#  if FC_PREFILL
+            if (f->prefill && fc_src_moved(c, f)) {
                 /* written since y was made from it */
                 step = -2;
                 break;
@@ -988,12 +1007,82 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         return 1;
     }
     FC_FT_PIN2(c, NULL, NULL);
+#if FC_HAVE_FROZENDICT
+    if (f->frozen) {
+        return fc_frozendict_finish(c, f, out);
+    }
+#endif
     if (fc_untrack(c, y) < 0 || fc_memo_finish_stored(c, x, y) < 0) {
         return -1;
     }
     *out = Py_NewRef(y);
     return 0;
 }
+
+#if FC_HAVE_FROZENDICT
+/* ------------------------------------------------------------------ */
+/* frozendict (3.15+)                                                  */
+/* ------------------------------------------------------------------ */
+/*
+ * copy._deepcopy_frozendict(x, memo):
+ *     y = {}
+ *     for key, value in x.items():
+ *         y[deepcopy(key, memo)] = deepcopy(value, memo)
+ *     try: return memo[id(x)]       # a recursive structure may have put it
+ *     except KeyError: pass
+ *     return frozendict(y)
+ * and deepcopy() then stores the result and keeps x alive, as for a tuple.
+ * Natively: a dict frame (FcFrame.frozen) that fills a plain dict as
+ * _deepcopy_dict would, without the memo store at its start (prefill never:
+ * x.copy() would be a frozendict), then the tuple's ending.  A frozendict
+ * cannot change while its items are copied, so the frame's size checks
+ * never fire.
+ */
+
+/* deepcopy(x) of an exact frozendict whose stdlib copier is the original
+   (FcState.fdict_ok).  FC_PUSHED | NULL+exc */
+static PyObject *
+fc_enter_frozendict(FcCtx *c, PyObject *x)
+{
+    PyObject *y = PyDict_New();
+    if (y == NULL) {
+        return NULL;
+    }
+    FcFrame *f = fc_push(c, FR_DICT, x, y);
+    Py_DECREF(y);
+    if (f == NULL) {
+        return NULL;
+    }
+    f->frozen = 1;
+    f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
+    return FC_PUSHED;
+}
+
+/* The end of a frozen frame: memo[id(x)] if a copy made meanwhile put it
+   there, else frozendict(y); then deepcopy()'s store.  0 | -1+exc */
+static int
+fc_frozendict_finish(FcCtx *c, FcFrame *f, PyObject **out)
+{
+    PyObject *hit, *y;
+    int r = fc_memo_getitem(c, f->x, f->u.dict.since, &hit);
+    if (r < 0) {
+        return -1;
+    }
+    if (r) {
+        c->off_tape = 1;
+        y = hit;
+    }
+    else if ((y = PyFrozenDict_New(f->y)) == NULL) {
+        return -1;
+    }
+    if (fc_memo_finish(c, f->x, y) < 0) {
+        Py_DECREF(y);
+        return -1;
+    }
+    *out = y;
+    return 0;
+}
+#endif
 
 /* Item i of the tuple frame's copy is res (stolen).  f->y stays NULL until
    an item differs from the original.  0 | -1+exc */
@@ -2716,7 +2805,7 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
     }
     Py_DECREF(y);
     f->u.dict.used = f->u.dict.left = PyDict_GET_SIZE(x);
-#if FC_HAVE_DICT_VERSION
+#if FC_PREFILL
     if (prefill) {
         f->prefill = 1;
         f->u.dict.ver = ver;
@@ -2727,13 +2816,32 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
     return FC_PUSHED;
 }
 
-#if FC_HAVE_DICT_VERSION
+#if FC_PREFILL
 /* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
    copy starts as x.copy() (see "prefill" at the top).
    FC_PUSHED | NULL+exc */
 static PyObject *
 fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
+#if !FC_HAVE_DICT_VERSION
+    /* 3.14+: no version tag; x is watched while its frame lives, and the
+       stamp is read before the snapshot (plan.h, source stamps) */
+    FcState *st = c->st;
+    int w = st->src_watcher >= 0 ? fc_src_watch(st, x) : -1;
+    if (w < 0) {
+        return fc_push_dict(c, x, _PyDict_NewPresized(PyDict_GET_SIZE(x)), 0, 0);
+    }
+    uint64_t stamp = fc_src_stamp(st);
+    PyObject *res = fc_push_dict(c, x, fc_dict_copy(x), 1, stamp);
+    if (res == NULL) {
+        if (w > 0) {
+            fc_src_unwatch(st, x);
+        }
+        return NULL;
+    }
+    c->frames[c->nframes - 1].src_watched = (uint8_t)(w > 0);
+    return res;
+#else
     /* the version of the snapshot: if a finalizer changes x after it, the
        first resume demotes */
 #if FC_FT
@@ -2748,6 +2856,38 @@ fc_enter_dict_prefill(FcCtx *c, PyObject *x)
     uint64_t ver;
     PyObject *y = fc_dict_copy_ver(x, &ver);
     return fc_push_dict(c, x, y, 1, ver);
+#endif
+}
+#endif
+
+#if FC_ATOMIC_FIRST
+/* 3.14+: `if cls in _atomic_types: return x` for a set that is not the
+   stdlib's own (FcState.deep_atomic_std 0): asked of every type, before
+   the memo.  1 atomic | 0 | -1+exc */
+FC_NOINLINE int
+fc_atomic_custom(FcState *st, PyObject *x)
+{
+    PyObject *set = Py_NewRef(st->deep_atomic);
+    int r = fc_copy_set_has(set, (PyObject *)Py_TYPE(x));
+    Py_DECREF(set);
+    if (r >= 0 && !PyAnySet_CheckExact(st->deep_atomic) && fc_sync(st) < 0) {
+        return -1;   /* a container of the user's ran code */
+    }
+    return r;
+}
+
+/* deepcopy()'s first step on 3.14+ (gh-114264): the atomic test, before
+   the memo is made or read.  1 atomic | 0 | -1+exc */
+FC_INLINE int
+fc_atomic_first(FcState *st, PyObject *x, int k)
+{
+    if (FK_BIT(k) & FC_DEEP_ATOMIC & st->deep_ok) {
+        return 1;
+    }
+    if (FC_LIKELY(st->deep_atomic_std)) {
+        return 0;   /* the stdlib's set: its members are all kinds */
+    }
+    return fc_atomic_custom(st, x);
 }
 #endif
 
@@ -2764,12 +2904,20 @@ fc_enter(FcCtx *c, PyObject *x)
         if (bit & FC_DEEP_ATOMIC) {
             return Py_NewRef(x);
         }
+#if FC_ATOMIC_FIRST
+        if (FC_UNLIKELY(!c->st->deep_atomic_std)) {
+            int a = fc_atomic_custom(c->st, x);
+            if (a != 0) {
+                return a > 0 ? Py_NewRef(x) : NULL;
+            }
+        }
+#endif
         /* a frame that just looked x up and missed need not look again */
         if (!fc_memo_missed(&c->native, x)
             && (y = fc_memo_get(&c->native, x)) != NULL) {
             return Py_NewRef(y);
         }
-#if FC_HAVE_DICT_VERSION
+#if FC_PREFILL
         /* fc_dispatch's first step for the commonest container */
         if (k == FK_DICT && bit && c->share == NULL) {
             return fc_enter_dict_prefill(c, x);
@@ -2777,6 +2925,12 @@ fc_enter(FcCtx *c, PyObject *x)
 #endif
         return fc_dispatch(c, x, k);
     }
+#if FC_ATOMIC_FIRST
+    int a = fc_atomic_first(c->st, x, k);
+    if (a != 0) {
+        return a > 0 ? Py_NewRef(x) : NULL;
+    }
+#endif
     int r = fc_memo_lookup(c, x, &y);
     if (r != 0) {
         return r > 0 ? y : NULL;
@@ -3058,7 +3212,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         case FK_LIST:
             return fc_enter_list(c, x);
         case FK_DICT:
-#if FC_HAVE_DICT_VERSION
+#if FC_PREFILL
             if (c->mode == FC_MEMO_NATIVE) {
                 return fc_enter_dict_prefill(c, x);
             }
@@ -3082,6 +3236,11 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
     }
     /* no tape holds what the roads below copy */
     c->off_tape = 1;
+#if FC_HAVE_FROZENDICT
+    if (tp == &PyFrozenDict_Type && st->fdict_ok) {
+        return fc_enter_frozendict(c, x);
+    }
+#endif
     int gflags = 0;
     if (k == FK_OTHER && !PyType_Check(x)) {
         PyObject *res = fc_enter_planned(c, x, &gflags);
@@ -3211,6 +3370,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->memo = NULL;
     c->memo_id = NULL;
     fc_memo_init(&c->native);
+#if !FC_HAVE_DICT_VERSION && FC_MEMO_ABSORB
+    c->native.mir_wid = st->mirror_watcher;
+#endif
     c->lender = NULL;
     c->lent = 0;
     c->shown = 0;
@@ -3279,7 +3441,24 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
     if (fc_sync(st) < 0) {
         return NULL;
     }
-    if (st->shown != NULL && memo != NULL && memo != Py_None
+#if FC_ATOMIC_FIRST
+    {
+        /* before the memo is made or read: a seeded entry is not asked,
+           a caller's mapping not touched.  (Without a memo, a user's
+           container in the set's place is asked by the walk's first step:
+           once, as the stdlib asks it.) */
+        int a = (memo != NULL && memo != Py_None)
+                ? fc_atomic_first(st, x, fc_kind(Py_TYPE(x)))
+                : (FK_BIT(fc_kind(Py_TYPE(x))) & FC_DEEP_ATOMIC & st->deep_ok) != 0;
+        if (a != 0) {
+            if (tape != NULL && a > 0) {
+                tape->ok = 1;
+            }
+            return a > 0 ? Py_NewRef(x) : NULL;
+        }
+    }
+#endif
+    if (!FC_ATOMIC_FIRST && st->shown != NULL && memo != NULL && memo != Py_None
         && (FK_BIT(fc_kind(Py_TYPE(x))) & FC_DEEP_ATOMIC & st->deep_ok)) {
         /* an atomic x with the memo a hook was shown (pydantic's
            deepcopy(self.__pydantic_extra__, memo) of None): memo.get(id(x)),

@@ -111,9 +111,8 @@
 /* Data shared by parts: one definition (FC_INTERNAL_DATA in its .c file). */
 #define FC_INTERNAL_DATA FC_HIDDEN
 
-#define FC_PY311_PLUS (PY_VERSION_HEX >= 0x030B0000)
-#define FC_PY312_PLUS (PY_VERSION_HEX >= 0x030C0000)
-#define FC_PY313_PLUS (PY_VERSION_HEX >= 0x030D0000)
+/* the facts that differ by CPython version: pyver.h */
+#include "pyver.h"
 
 /* Free-threaded builds (3.13t+, Py_GIL_DISABLED): docs/free-threading.md.
    FC_CS_BEGIN(o) / FC_CS_END() bracket reads of a mutable container that
@@ -226,6 +225,13 @@ fc_dict_version(PyObject *d)
 }
 #else
 #  define FC_HAVE_DICT_VERSION 0
+/* Is d watched by watcher id?  Bits 0-7 of _ma_watcher_tag are the
+   watchers' (cpython/dictobject.h, 3.14 and 3.15). */
+FC_INLINE int
+fc_dict_watched_by(PyObject *d, int id)
+{
+    return (((PyDictObject *)d)->_ma_watcher_tag >> id) & 1;
+}
 #endif
 
 /* x.copy() for an exact dict, consistent whatever a collection does.  On
@@ -462,6 +468,20 @@ typedef struct {
 
 #define FC_PLAN_SLOTS 256
 
+#if FC_COPY_SETS_MUTABLE
+/* One of 3.14's copy-module sets as fc_refresh last read it (plan.c,
+   fc_sets_moved): its size and mask, and where in its table each member
+   sat.  Equal size plus every member still at its place is the same set.
+   n < 0: too big to snapshot, re-read at every sync. */
+#define FC_SET_SNAP_MAX 32
+typedef struct {
+    PyObject *set;                 /* borrowed: the object read (FcState) */
+    Py_ssize_t used, mask, n;
+    Py_ssize_t idx[FC_SET_SNAP_MAX];
+    PyObject *key[FC_SET_SNAP_MAX]; /* compared, never dereferenced */
+} FcSetSnap;
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Module state                                                        */
 /* ------------------------------------------------------------------ */
@@ -521,7 +541,11 @@ typedef struct {
     PyObject *mirror;             /* strong, or NULL: none made yet */
     PyObject *mirror_keep;        /* its keep-alive list, strong, or NULL */
     Py_ssize_t mir_n, mir_keep;   /* entries / keep-alives copied into it */
-    uint64_t mir_ver;             /* its version tag after our last write */
+    uint64_t mir_ver;             /* its stamp after our last write (its
+                                     version tag; 3.14+: watch.c's mirror
+                                     stamp, while mir_watched) */
+    int mir_wid;                  /* 3.14+: the watcher to watch it with, -1 */
+    int mir_watched;              /* 3.14+: it is watched (unwatched at fini) */
     int dict_truth;               /* a hook changed or kept it: from now on
                                      the dict is the memo (every call on it) */
     /* what a hook's writes into the mirror are checked against (memo.c,
@@ -563,6 +587,7 @@ typedef struct {
             PyObject *key, *val;
             Py_ssize_t done;      /* entries fully copied into y */
             uint64_t ver;         /* prefill: x's version tag when checked */
+            Py_ssize_t since;     /* frozen: fc_memo_getitem's, as a tuple's */
         } dict;
         struct { Py_ssize_t i, since; } tuple;   /* since: fc_memo_getitem */
         struct { FcRecon *r; } recon;
@@ -571,6 +596,10 @@ typedef struct {
     uint8_t phase;
     uint8_t hooked;     /* counted in FcCtx.hook_depth */
     uint8_t prefill;    /* FR_DICT: y started as x.copy() (see deepcopy.c) */
+    uint8_t frozen;     /* FR_DICT: x is a frozendict (3.15+), y a plain dict
+                           to freeze at the end, never in the memo before */
+    uint8_t src_watched; /* FR_DICT prefill, 3.14+: this frame watches x
+                           (plan.h, source stamps): unwatched on release */
 } FcFrame;
 
 #define FC_FRAMES_INLINE 4

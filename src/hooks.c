@@ -35,6 +35,7 @@
 #include "fastcopy.h"
 #include "hooks.h"
 #include "state.h"
+#include "watch.h"
 
 /* Most fields a dataclass state is read natively for. */
 #define FC_DC_MAX 64
@@ -234,13 +235,16 @@ fc_code_known(PyObject *code, const FcKnownCode *known, size_t n, int k)
 
 #define FC_NKNOWN(t) (sizeof(t) / sizeof((t)[0]))
 
-/* dataclasses' hooks and fields(), 3.10-3.13 (the text above, read in each). */
+/* dataclasses' hooks and fields(), 3.10-3.15 (the text above, read in each). */
 static const FcKnownCode fc_dc_known[] = {
     /* _dataclass_getstate, _dataclass_setstate, fields */
     {10, {0x54ce0213feee5f75ull, 0x915096c8d12836fbull, 0x6543d4c5d5617ffdull}},
     {11, {0x9092ff244278907dull, 0x14f9b1e63cbc92c0ull, 0x832474117c445ec8ull}},
     {12, {0x3c32d6040b9a02b9ull, 0x0779d0f03ddf4633ull, 0x28367f445759cc30ull}},
     {13, {0x50830b96d5be9650ull, 0xe42d3e7329e77621ull, 0x1fa7d1e30709a154ull}},
+    /* 3.14.10, 3.15.2: the three functions' source is 3.13's, line for line */
+    {14, {0x2dcec6724890677full, 0x62c2ff66bd1ba1dcull, 0x0d95d2a59aee5c70ull}},
+    {15, {0xf422bc2adfda3a0dull, 0x9597b916b6c96893ull, 0x002a54b66d3b6f83ull}},
 };
 
 /* Is v the real builtin `name` (getattr, isinstance, ...) or type? */
@@ -298,19 +302,18 @@ fc_builtins_ok(PyObject *g, PyObject *b, const char *const *names, int n)
    _FIELDS names __dataclass_fields__, _FIELD is the marker its Field
    objects were made with, the builtins are the real ones.  1 | 0 */
 static int
-fc_dc_names_ok(FcHooksState *h)
+fc_dc_names_ok(FcState *st)
 {
+    FcHooksState *h = &st->hooks;
     PyObject *g = h->dc_globals, *b = h->dc_builtins;
     PyObject *fl = h->dc_fields;
     if (fl != NULL && PyFunction_GET_CODE(fl) != h->dc_code[2]) {
         return 0;
     }
-#if FC_HAVE_DICT_VERSION
-    if (fl != NULL && fc_dict_version(g) == h->dc_ver[0]
-        && fc_dict_version(b) == h->dc_ver[1]) {
+    if (fl != NULL && fc_names_stamp(st, g) == h->dc_ver[0]
+        && fc_names_stamp(st, b) == h->dc_ver[1]) {
         return 1;
     }
-#endif
     PyObject *f = fc_dget(g, "fields"), *fs = fc_dget(g, "_FIELDS");
     if (f == NULL || !PyFunction_Check(f) || fc_dget(g, "_FIELD") != h->dc_marker
         || fs == NULL || !PyUnicode_CheckExact(fs)
@@ -328,10 +331,8 @@ fc_dc_names_ok(FcHooksState *h)
         Py_XSETREF(h->dc_fields, Py_NewRef(f));
         Py_XSETREF(h->dc_code[2], Py_NewRef(code));
     }
-#if FC_HAVE_DICT_VERSION
-    h->dc_ver[0] = fc_dict_version(g);
-    h->dc_ver[1] = fc_dict_version(b);
-#endif
+    h->dc_ver[0] = fc_names_take(st, g);
+    h->dc_ver[1] = fc_names_take(st, b);
     return 1;
 }
 
@@ -427,7 +428,7 @@ fc_dc_ok(FcState *st)
         || fc_type_tag(h->dc_field_type) != h->dc_field_tag) {
         return 0;
     }
-    return fc_dc_names_ok(h);
+    return fc_dc_names_ok(st);
 }
 
 /* fields(tp's instances): the names of the fields in order (new refs into
@@ -598,6 +599,8 @@ static const FcKnownCode fc_at_known[] = {
     {11, {0x7663da8a37b99c47ull, 0x14068ea50b9a22d5ull}},
     {12, {0xc32ba3297ee9150bull, 0xa9238bca70222dcfull}},
     {13, {0x63192ff6adc24040ull, 0x9b2ed61f3f67edc2ull}},
+    {14, {0xf40ca0b59c2863a8ull, 0xf264495caa3b57daull}},
+    {15, {0xed1e9182d976efaaull, 0x974d3f9109df9a22ull}},
 };
 
 /* Is v the builtin function `name` of the builtins module? */
@@ -623,14 +626,13 @@ fc_is_builtin_named(PyObject *v, const char *name)
 /* attr._make's globals and builtins the hooks read are the verified ones.
    1 | 0 */
 static int
-fc_at_names_ok(FcHooksState *h)
+fc_at_names_ok(FcState *st)
 {
+    FcHooksState *h = &st->hooks;
     PyObject *g = h->at_globals, *b = h->at_builtins;
-#if FC_HAVE_DICT_VERSION
-    if (fc_dict_version(g) == h->at_ver[0] && fc_dict_version(b) == h->at_ver[1]) {
+    if (fc_names_stamp(st, g) == h->at_ver[0] && fc_names_stamp(st, b) == h->at_ver[1]) {
         return 1;
     }
-#endif
     PyObject *hf = fc_dget(g, "_HASH_CACHE_FIELD");
     if (fc_dget(g, "_OBJ_SETATTR") != h->at_objsetattr || hf == NULL
         || !PyUnicode_CheckExact(hf) || PyUnicode_Compare(hf, h->at_hashfield) != 0
@@ -638,10 +640,8 @@ fc_at_names_ok(FcHooksState *h)
         PyErr_Clear();
         return 0;
     }
-#if FC_HAVE_DICT_VERSION
-    h->at_ver[0] = fc_dict_version(g);
-    h->at_ver[1] = fc_dict_version(b);
-#endif
+    h->at_ver[0] = fc_names_take(st, g);
+    h->at_ver[1] = fc_names_take(st, b);
     return 1;
 }
 
@@ -758,7 +758,7 @@ fc_at_captured(FcState *st)
 static int
 fc_at_ok(FcState *st)
 {
-    return fc_at_captured(st) && fc_at_names_ok(&st->hooks);
+    return fc_at_captured(st) && fc_at_names_ok(st);
 }
 
 /* f is attrs' hook k (0 getstate, 1 setstate) as made for a class: its
@@ -932,6 +932,8 @@ static const FcKnownCode fc_pd_known[] = {
     {11, {0xf66de9fe6f6fc9daull}},
     {12, {0x9f3945c090ab045bull}},
     {13, {0x2aa88b4b0254ad28ull}},
+    {14, {0x41d3e64d0c484dc8ull}},
+    {15, {0x198cd557f7e18d78ull}},
 };
 
 static const char *const fc_pd_bnames[3] = {"hasattr", "type", "id"};
@@ -992,20 +994,16 @@ fc_pd_names_ok(FcState *st)
             return 0;
         }
     }
-#if FC_HAVE_DICT_VERSION
-    if (fc_dict_version(g) == h->pd_ver[0] && fc_dict_version(b) == h->pd_ver[1]) {
+    if (fc_names_stamp(st, g) == h->pd_ver[0] && fc_names_stamp(st, b) == h->pd_ver[1]) {
         return 1;
     }
-#endif
     if (!fc_pd_copy_names_ok(h, g) || fc_dget(g, "PydanticUndefined") != h->pd_g[3]
         || !fc_builtins_ok(g, b, fc_pd_bnames, 3)) {
         PyErr_Clear();
         return 0;
     }
-#if FC_HAVE_DICT_VERSION
-    h->pd_ver[0] = fc_dict_version(g);
-    h->pd_ver[1] = fc_dict_version(b);
-#endif
+    h->pd_ver[0] = fc_names_take(st, g);
+    h->pd_ver[1] = fc_names_take(st, b);
     return 1;
 }
 
@@ -1098,6 +1096,8 @@ static const FcKnownCode fc_pr_known[] = {
     {11, {0x2ca23cfad9a25933ull}},
     {12, {0x575031fa6cf58e8eull}},
     {13, {0x9c418a7f185d7b0aull}},
+    {14, {0x8fd5308e17d71cf9ull}},
+    {15, {0x6f26dbbb2fe07d97ull}},
 };
 
 static const char *const fc_pr_bnames[2] = {"type", "id"};
@@ -1112,19 +1112,15 @@ fc_pr_names_ok(FcState *st)
     if (PyFunction_GET_CODE(h->pr_deepcopy) != h->pr_code) {
         return 0;
     }
-#if FC_HAVE_DICT_VERSION
-    if (fc_dict_version(g) == h->pr_ver[0] && fc_dict_version(b) == h->pr_ver[1]) {
+    if (fc_names_stamp(st, g) == h->pr_ver[0] && fc_names_stamp(st, b) == h->pr_ver[1]) {
         return 1;
     }
-#endif
     if (!fc_pd_copy_names_ok(h, g) || !fc_builtins_ok(g, b, fc_pr_bnames, 2)) {
         PyErr_Clear();
         return 0;
     }
-#if FC_HAVE_DICT_VERSION
-    h->pr_ver[0] = fc_dict_version(g);
-    h->pr_ver[1] = fc_dict_version(b);
-#endif
+    h->pr_ver[0] = fc_names_take(st, g);
+    h->pr_ver[1] = fc_names_take(st, b);
     return 1;
 }
 
@@ -1269,6 +1265,8 @@ static const FcKnownCode fc_pc_known[] = {
     {11, {0x2b78f8e6693bfb7bull, 0xd56fe2c7b6f684b4ull}},
     {12, {0x9d941ba8c706accfull, 0x0a59350595024064ull}},
     {13, {0x0653c07f3ee8cd45ull, 0xaf18aae8bdf77a96ull}},
+    {14, {0x57ccd0dbb97a50caull, 0x387f58d19161c32eull}},
+    {15, {0x6449946d74f68367ull, 0xa58765ff77a7b454ull}},
 };
 
 /* Capture BaseModel's (k 0) or RootModel's (k 1) __copy__, once their
@@ -1394,6 +1392,8 @@ static const FcKnownCode fc_sk_known[] = {
     {11, {0xd0ce15872fd071cfull, 0x1e2e58078da93b94ull}},    /* 1.9.1 */
     {12, {0x2571ace2f45fc70full, 0x1f9eaff2b673fc8full}},    /* 1.9.1 */
     {13, {0x358a49fd23cda3d9ull, 0x17a73c33668681fdull}},    /* 1.9.1 */
+    {14, {0x3fd4d75954199f29ull, 0xaabae7d479a1c9a6ull}},    /* 1.9.1 */
+    {15, {0x0750d9ef10815e30ull, 0x33d8161732f0bb28ull}},    /* 1.9.1 */
 };
 
 static const char *const fc_sk_bnames[5] = {"getattr", "super", "AttributeError", "type",
@@ -1482,19 +1482,13 @@ fc_sk_version(FcState *st)
         return NULL;
     }
     PyObject *g = h->sk_globals, *b = h->sk_builtins;
-#if FC_HAVE_DICT_VERSION
-    int same = fc_dict_version(g) == h->sk_ver[0] && fc_dict_version(b) == h->sk_ver[1];
-#else
-    int same = 0;
-#endif
+    int same = fc_names_stamp(st, g) == h->sk_ver[0] && fc_names_stamp(st, b) == h->sk_ver[1];
     if (!same && !fc_builtins_ok(g, b, fc_sk_bnames, 5)) {
         PyErr_Clear();
         return NULL;
     }
-#if FC_HAVE_DICT_VERSION
-    h->sk_ver[0] = fc_dict_version(g);
-    h->sk_ver[1] = fc_dict_version(b);
-#endif
+    h->sk_ver[0] = fc_names_take(st, g);
+    h->sk_ver[1] = fc_names_take(st, b);
     PyObject *v = PyDict_GetItemWithError(g, h->s_sk_version);
     if (v == NULL || !PyUnicode_CheckExact(v)) {
         PyErr_Clear();

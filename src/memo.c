@@ -41,6 +41,7 @@
  */
 #include "fastcopy.h"
 #include "memo.h"
+#include "watch.h"
 #include "state.h"
 #include "platform.h"
 #include "arenas.h"
@@ -291,6 +292,8 @@ fc_memo_init(FcMemo *m)
     m->mirror_keep = NULL;
     m->mir_n = m->mir_keep = 0;
     m->mir_ver = 0;
+    m->mir_wid = -1;
+    m->mir_watched = 0;
     m->dict_truth = 0;
     m->mkeys = NULL;
     m->capmkeys = 0;
@@ -352,6 +355,12 @@ fc_memo_clear(FcMemo *m)
     if (m->keep != m->small_keep) {
         fc_spare_give(sp, FC_SPARE_KEEP, m->keep, sizeof(PyObject *) * (size_t)m->capkeep);
     }
+#if FC_MEMO_ABSORB && !FC_HAVE_DICT_VERSION
+    if (m->mir_watched && m->mirror != NULL) {
+        fc_mirror_unwatch(m->mir_wid, m->mirror);
+    }
+#endif
+    int wid = m->mir_wid;
     Py_CLEAR(m->mirror);
     Py_CLEAR(m->mirror_keep);
     Py_CLEAR(m->mirror_id);
@@ -360,6 +369,7 @@ fc_memo_clear(FcMemo *m)
     Py_CLEAR(m->sub_key);
     fc_memo_init(m);
     m->spare = sp;
+    m->mir_wid = wid;
 }
 
 /* Rebuild the index for at least `need` entries.  0 | -1+exc */
@@ -436,9 +446,11 @@ fc_memo_reindex(FcMemo *m, Py_ssize_t need)
  * (fc_memo_catch_up): before a probe, or past 2^17 slots only when a
  * lookup's probe misses (fc_memo_get_pending); in a copy where nothing is
  * met twice, never.  Only
- * on builds with the GIL and up to 3.13, where a reference count is exact
- * (free-threaded builds split it between threads; 3.14's interpreter
- * lends references it does not count).
+ * on builds with the GIL (pyver.h, FC_PROVEN_MISS: free-threaded builds
+ * split a count between threads).  3.14's interpreter lends references it
+ * does not count, but a key the table holds has the table's reference,
+ * which is counted: a borrow can only hide a reference the proof does not
+ * need.
  */
 #define FC_MEMO_PENDING ((size_t)-1)
 
@@ -583,11 +595,6 @@ fc_memo_get(FcMemo *m, PyObject *key)
     return fc_memo_probe(m, key);
 }
 
-#if !FC_FT && PY_VERSION_HEX < 0x030E0000
-#  define FC_PROVEN_MISS 1
-#else
-#  define FC_PROVEN_MISS 0
-#endif
 
 /* Did this call go back to proving misses from 2^17 slots (FC_THIN_CATCH)?
    Read by the tests' counter.  1 | 0 */
@@ -1320,9 +1327,23 @@ fc_retrack_all(FcCtx *c)
  * read it (fc_memo_borrow / fc_memo_return).
  *
  * Free-threaded builds never leave a shown memo: a reference count says
- * nothing there about who can reach the dict.  Nor do builds without dict
- * version tags (3.14+, FC_HAVE_DICT_VERSION 0; dict watchers would do).
+ * nothing there about who can reach the dict.  Without version tags (3.14+)
+ * the mirror's writes are seen through a dict watcher instead (watch.c,
+ * "mirror"; pyver.h, FC_MEMO_ABSORB); where none can be had, the shown
+ * memo stays the memo.
  */
+
+/* The mirror's stamp (m->mir_ver's kind): its version tag, or on 3.14+ the
+   mirror stamp (only read while the mirror is watched) */
+#if FC_HAVE_DICT_VERSION
+#  define FC_MIR_STAMPS 1
+#  define FC_MIR_VER(d) fc_dict_version(d)
+#elif FC_MEMO_ABSORB
+#  define FC_MIR_STAMPS 1
+#  define FC_MIR_VER(d) ((void)(d), fc_mirror_stamp())
+#else
+#  define FC_MIR_STAMPS 0
+#endif
 
 /* Room in m->mkeys for `need` entries.  0 | -1+exc */
 static int
@@ -1352,8 +1373,8 @@ static int
 fc_mirror_set(FcMemo *m, PyObject *k, PyObject *v)
 {
     PyObject *d = m->mirror;
-#if FC_HAVE_DICT_VERSION
-    int ours = fc_dict_version(d) == m->mir_ver;
+#if FC_MIR_STAMPS
+    int ours = FC_MIR_VER(d) == m->mir_ver;
 #endif
     Py_ssize_t n0 = PyDict_GET_SIZE(d);
     if (PyDict_SetItem(d, k, v) < 0) {
@@ -1362,9 +1383,9 @@ fc_mirror_set(FcMemo *m, PyObject *k, PyObject *v)
     if (PyDict_GET_SIZE(d) != n0) {
         m->mir_len = PyDict_GET_SIZE(d);
     }
-#if FC_HAVE_DICT_VERSION
+#if FC_MIR_STAMPS
     if (ours) {
-        m->mir_ver = fc_dict_version(d);
+        m->mir_ver = FC_MIR_VER(d);
     }
 #endif
     return 0;
@@ -1396,6 +1417,9 @@ fc_memo_sync(FcMemo *m)
             return -1;
         }
         m->mir_len = 0;
+#if FC_MEMO_ABSORB && !FC_HAVE_DICT_VERSION
+        m->mir_watched = fc_mirror_watch(m->mir_wid, d);
+#endif
     }
     if (fc_mkeys_room(m, m->n) < 0) {
         return -1;
@@ -1452,8 +1476,8 @@ fc_memo_sync(FcMemo *m)
     if (m->mirror_keep != NULL) {
         m->mir_keep_len = PyList_GET_SIZE(m->mirror_keep);
     }
-#if FC_HAVE_DICT_VERSION
-    m->mir_ver = fc_dict_version(d);
+#if FC_MIR_STAMPS
+    m->mir_ver = FC_MIR_VER(d);
 #endif
     return 0;
 }
@@ -1508,9 +1532,9 @@ fc_memo_replace(FcMemo *m, Py_ssize_t pos, PyObject *value)
     return 0;
 }
 
-#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
-/* (free-threaded builds and those without dict version tags never take a
-   hook's writes back: the helpers below serve fc_memo_absorb alone) */
+#if FC_MEMO_ABSORB
+/* (free-threaded builds never take a hook's writes back: the helpers below
+   serve fc_memo_absorb alone) */
 static int
 fc_ptr_cmp(const void *a, const void *b)
 {
@@ -1603,7 +1627,7 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
         return 0;
     }
     Py_ssize_t a = len - L0, got = 0;
-    uint64_t ver = fc_dict_version(d);
+    uint64_t ver = FC_MIR_VER(d);
     FcAdded *add = NULL;
     uintptr_t *tail = NULL;
     Py_ssize_t ntail = -1, adopt = -1;
@@ -1686,7 +1710,7 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
             goto done;
         }
     }
-    if (fc_mkeys_room(m, m->n + a) < 0 || fc_dict_version(d) != ver) {
+    if (fc_mkeys_room(m, m->n + a) < 0 || FC_MIR_VER(d) != ver) {
         goto done;          /* (or changed by a finalizer meanwhile) */
     }
     m->miss = NULL;
@@ -1712,7 +1736,7 @@ fc_memo_absorb(FcMemo *m, PyObject *shown)
     if (m->mirror_keep != NULL) {
         m->mir_keep_len = PyList_GET_SIZE(m->mirror_keep);
     }
-    m->mir_ver = fc_dict_version(d);
+    m->mir_ver = FC_MIR_VER(d);
     ok = 1;
 done:
     if (PyErr_Occurred()) {
@@ -1780,11 +1804,17 @@ fc_memo_show(FcCtx *c)
     c->memo = Py_NewRef(m->mirror);
     Py_CLEAR(c->memo_id);
     c->st->test.memo_shown++;
-#if defined(Py_GIL_DISABLED) || !FC_HAVE_DICT_VERSION
-    /* no refcount argument, or no version tag to see a hook's writes by:
-       the dict is the memo from now on */
+#if !FC_MEMO_ABSORB
+    /* no refcount argument: the dict is the memo from now on */
     fc_memo_to_dict(c);
 #else
+#  if !FC_HAVE_DICT_VERSION
+    if (!m->mir_watched) {
+        /* no watcher: no way to see a hook's writes */
+        fc_memo_to_dict(c);
+        return 0;
+    }
+#  endif
     c->shown = 1;
     c->shown_refs = Py_REFCNT(m->mirror);
     c->shown_ts = PyThreadState_Get();
@@ -1815,12 +1845,12 @@ fc_memo_hide(FcCtx *c)
     if (c->mode != FC_MEMO_NATIVE) {
         return;
     }
-#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
+#if FC_MEMO_ABSORB
     FcMemo *m = &c->native;
     if (!m->dict_truth && m->mirror == c->memo
         && Py_REFCNT(m->mirror) == c->shown_refs
         && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == 2)
-        && (fc_dict_version(m->mirror) == m->mir_ver || fc_memo_absorb_keeping(c))
+        && (FC_MIR_VER(m->mirror) == m->mir_ver || fc_memo_absorb_keeping(c))
         && (m->mirror_keep == NULL || Py_REFCNT(m->mirror_keep) == 2)) {
         Py_CLEAR(c->memo);
         return;
@@ -1960,9 +1990,9 @@ fc_memo_borrow(FcState *st, PyObject *memo)
         /* a hook that hands the memo to another thread: that thread's
            call uses the dict, as for a caller's memo */
         if (!o->lent && m->mirror == memo && o->shown_ts == ts) {
-#if FC_HAVE_DICT_VERSION && !defined(Py_GIL_DISABLED)
+#if FC_MEMO_ABSORB
             if (o->mode == FC_MEMO_NATIVE && !m->dict_truth
-                && (fc_dict_version(memo) == m->mir_ver || fc_memo_absorb_keeping(o))) {
+                && (FC_MIR_VER(memo) == m->mir_ver || fc_memo_absorb_keeping(o))) {
                 return o;
             }
 #endif
@@ -2024,6 +2054,26 @@ fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res)
         return -1;
     }
     int r;
+#if FC_MEMO_IN
+    /* 3.15: `if d in memo: return memo[d]`; no _nil (an exact dict answers
+       both with no user code: one lookup) */
+    (void)nil;
+    if (c->mode == FC_MEMO_DICT) {
+        r = fc_dict_getref(c->memo, k, res);
+        Py_DECREF(k);
+        return r;
+    }
+    r = PySequence_Contains(c->memo, k);
+    if (r > 0) {
+        *res = PyObject_GetItem(c->memo, k);
+        r = *res != NULL ? 1 : -1;
+    }
+    else {
+        *res = NULL;
+    }
+    Py_DECREF(k);
+    return r;
+#else
     if (c->mode == FC_MEMO_DICT) {
         r = fc_dict_getref(c->memo, k, res);
         Py_DECREF(k);
@@ -2048,6 +2098,7 @@ fc_memo_lookup_py(FcCtx *c, PyObject *x, PyObject *nil, PyObject **res)
     }
     *res = v;
     return 1;
+#endif
 }
 
 /* The memo lookup that opens every deepcopy() step.

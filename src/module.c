@@ -21,6 +21,7 @@
    backends' parts are theirs: backend.h). */
 #define FC_STATE_OBJECTS(X) \
     X(copy_module) X(copy_globals) X(error) X(deep_dispatch) X(copy_dispatch) \
+    X(copy_atomic) X(copy_containers) X(deep_atomic) X(orig_fdict) \
     X(dispatch_table) X(reconstruct) X(reconstruct_helper) X(copyreg_globals) \
     X(copyreg_dispatch) X(copyreg_slotnames) X(copyreg_newobj) \
     X(obj_reduce_ex) X(obj_reduce) X(obj_getstate) X(obj_new) X(enum_deepcopy) \
@@ -43,7 +44,11 @@ fc_state(PyObject *module)
 /* ------------------------------------------------------------------ */
 
 PyDoc_STRVAR(fc_deepcopy_doc,
+#if FC_MEMO_IN
+"deepcopy(x, memo=None, *, share=None)\n--\n\n"
+#else
 "deepcopy(x, memo=None, _nil=[], *, share=None)\n--\n\n"
+#endif
 "Deep copy operation on arbitrary Python objects: the same result as\n"
 "`copy.deepcopy(x, memo)` on this interpreter, computed in C.\n\n"
 "Types, values and aliasing, the memo's contents (keep-alive list\n"
@@ -52,7 +57,7 @@ PyDoc_STRVAR(fc_deepcopy_doc,
 "    x: the object to copy.\n"
 "    memo: the stdlib's memo: any mapping from `id(obj)` to its copy,\n"
 "        shared with every `__deepcopy__(memo)` hook called on the way.\n"
-"    _nil: accepted because the stdlib has it (through 3.13); ignored.\n"
+"    _nil: accepted where the stdlib has it (through 3.14); ignored.\n"
 "    share: not in the stdlib.  A type, a tuple of types, or a predicate\n"
 "        called with each object: matching objects are kept by reference\n"
 "        wherever they occur instead of being copied.  None: the drop-in.\n\n"
@@ -69,7 +74,8 @@ fc_bind_deepcopy(FcState *st, PyObject *const *args, Py_ssize_t nargs, PyObject 
                  PyObject *o[3])
 {
     if (kwnames == NULL) {
-        if (nargs < 1 || nargs > 3) {
+        /* 3.15's deepcopy has no _nil (pyver.h, FC_MEMO_IN) */
+        if (nargs < 1 || nargs > (FC_MEMO_IN ? 2 : 3)) {
             return 0;
         }
     }
@@ -95,10 +101,22 @@ fc_py_deepcopy(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     FcState *st = fc_state(module);
     PyObject *o[4], *share = NULL;
     if (!fc_bind_deepcopy(st, args, nargs, kwnames, o)) {
+#if FC_MEMO_IN
+        static const char *const names[] = {"x", "memo", "share"};
+        PyObject *p[3];
+        if (fc_parse("deepcopy", args, nargs, kwnames, names, 3, 2, 1, p) < 0) {
+            return NULL;
+        }
+        o[0] = p[0];
+        o[1] = p[1];
+        o[2] = NULL;
+        o[3] = p[2];
+#else
         static const char *const names[] = {"x", "memo", "_nil", "share"};
         if (fc_parse("deepcopy", args, nargs, kwnames, names, 4, 3, 1, o) < 0) {
             return NULL;
         }
+#endif
         share = (o[3] == Py_None) ? NULL : o[3];
         if (share != NULL && fc_check_share(share) < 0) {
             return NULL;
@@ -513,6 +531,11 @@ fc_exec_names(FcState *st)
 #if FC_PY312_PLUS
     st->watcher_id = -1;
 #endif
+#if !FC_HAVE_DICT_VERSION
+    st->names_watcher = -1;
+    st->src_watcher = -1;
+    st->mirror_watcher = -1;
+#endif
     return 0;
 }
 
@@ -530,11 +553,9 @@ fc_exec_stdlib(FcState *st)
     st->copy_globals = Py_NewRef(PyModule_GetDict(st->copy_module));
     st->copyreg_globals = Py_NewRef(PyModule_GetDict(copyreg));
     PyObject *g = st->copy_globals;
-    const char *names[] = {"_deepcopy_dispatch", "_copy_dispatch",
-                           "dispatch_table", "_reconstruct", "Error"};
-    PyObject **slots[] = {&st->deep_dispatch, &st->copy_dispatch,
-                          &st->dispatch_table, &st->reconstruct, &st->error};
-    for (int i = 0; i < 5; i++) {
+    const char *names[] = FC_COPY_NAMES;
+    PyObject **slots[] = FC_COPY_SLOTS(st);
+    for (int i = 0; i < FC_COPY_NNAMES; i++) {
         if ((v = fc_need(g, names[i])) == NULL) {
             goto error;
         }
@@ -555,13 +576,28 @@ fc_exec_stdlib(FcState *st)
 
     /* the stdlib's own dispatch functions, by name: an entry that is not
        one of these is somebody else's and must be called */
+#if FC_COPY_SETS
+    /* atomic kinds are members of copy's sets, not table entries */
+    PyObject *atomic_d = NULL, *atomic_c = NULL;
+#else
     PyObject *atomic_d = fc_need(g, "_deepcopy_atomic");
+    PyObject *atomic_c = fc_need(g, "_copy_immutable");
+    if (!atomic_d || !atomic_c) {
+        goto error;
+    }
+#endif
+#if FC_HAVE_FROZENDICT
+    PyObject *fdict_d = fc_need(g, "_deepcopy_frozendict");
+    if (fdict_d == NULL) {
+        goto error;
+    }
+    st->orig_fdict = Py_NewRef(fdict_d);
+#endif
     PyObject *list_d = fc_need(g, "_deepcopy_list");
     PyObject *tuple_d = fc_need(g, "_deepcopy_tuple");
     PyObject *dict_d = fc_need(g, "_deepcopy_dict");
     PyObject *method_d = fc_need(g, "_deepcopy_method");
-    PyObject *atomic_c = fc_need(g, "_copy_immutable");
-    if (!atomic_d || !list_d || !tuple_d || !dict_d || !method_d || !atomic_c) {
+    if (!list_d || !tuple_d || !dict_d || !method_d) {
         goto error;
     }
     for (int k = 1; k < FK__COUNT; k++) {
@@ -736,6 +772,9 @@ fc_traverse(PyObject *module, visitproc visit, void *arg)
     }
 #if FC_FT
     Py_VISIT(st->retired);
+#endif
+#if !FC_HAVE_DICT_VERSION
+    Py_VISIT(st->names_watched);
 #endif
     for (int i = 0; i < fc_nbackends; i++) {
         r = fc_backends[i]->traverse ? fc_backends[i]->traverse(st, visit, arg) : 0;

@@ -28,6 +28,7 @@
 #include "buffers.h"
 #include "state.h"
 #include "hooks.h"
+#include "watch.h"
 #include "structmember.h"
 
 /* 3.12 renamed structmember.h's constants */
@@ -62,12 +63,85 @@ fc_watch_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key,
 }
 #endif
 
+#if FC_COPY_SETS_MUTABLE
+/* 3.14's copy-module sets can be changed in place, and nothing tells: each
+   sync compares them with what fc_refresh read (FcSetSnap).  The same size
+   with every member read then still at its place in the table is the same
+   set (as many members, all of them the old ones); a change anywhere else
+   in the table is a change of size.  A few dozen loads, no hashing, no user
+   code.  1 moved | 0 same */
+static int
+fc_set_moved(const FcSetSnap *sn)
+{
+    PyObject *o = sn->set;
+    if (sn->n < 0 || o == NULL || !PyAnySet_CheckExact(o)) {
+        return 1;
+    }
+    int moved = 0;
+    FC_CS_BEGIN(o);
+    PySetObject *so = (PySetObject *)o;
+    if (so->used != sn->used || so->mask != sn->mask) {
+        moved = 1;
+    }
+    else {
+        for (Py_ssize_t i = 0; i < sn->n; i++) {
+            if (so->table[sn->idx[i]].key != sn->key[i]) {
+                moved = 1;
+                break;
+            }
+        }
+    }
+    FC_CS_END();
+    return moved;
+}
+
+FC_INTERNAL_INLINE int
+fc_sets_moved(FcState *st)
+{
+    return fc_set_moved(&st->snap[0]) || fc_set_moved(&st->snap[1])
+           || fc_set_moved(&st->snap[2]);
+}
+
+/* Read one set's members and places (n -1 when it is not an exact set or
+   too big to keep, so that every sync refreshes). */
+static void
+fc_set_snap(FcSetSnap *sn, PyObject *o)
+{
+    sn->set = o;
+    sn->n = -1;
+    if (o == NULL || !PyAnySet_CheckExact(o)) {
+        return;
+    }
+    FC_CS_BEGIN(o);
+    PySetObject *so = (PySetObject *)o;
+    if (so->used <= FC_SET_SNAP_MAX) {
+        Py_ssize_t n = 0;
+        for (Py_ssize_t i = 0; i <= so->mask; i++) {
+            PyObject *k = so->table[i].key;
+            if (k != NULL && so->table[i].hash != -1) {
+                sn->idx[n] = i;
+                sn->key[n] = k;
+                n++;
+            }
+        }
+        sn->used = so->used;
+        sn->mask = so->mask;
+        sn->n = n;
+    }
+    FC_CS_END();
+}
+#endif
+
 /* Make sure st reflects the current stdlib tables.  0 | -1+exc */
 FC_INTERNAL_INLINE int
 fc_sync(FcState *st)
 {
 #if FC_PY312_PLUS
-    if (FC_LIKELY(st->seen_gen == fc_watch_counter && !st->always_refresh)) {
+    if (FC_LIKELY(st->seen_gen == fc_watch_counter && !st->always_refresh
+#  if FC_COPY_SETS_MUTABLE
+                  && !fc_sets_moved(st)
+#  endif
+                  )) {
         return 0;
     }
     st->seen_gen = fc_watch_counter;
@@ -226,6 +300,146 @@ fc_refresh_set_ok(FcState *st)
     return 0;
 }
 
+#if FC_COPY_SETS
+/* `key in c` for one of copy's sets (or whatever the user bound in its
+   place).  1 | 0 | -1+exc */
+FC_INTERNAL int
+fc_copy_set_has(PyObject *c, PyObject *key)
+{
+    if (c == NULL) {
+        return 0;
+    }
+    if (PyAnySet_CheckExact(c)) {
+        return PySet_Contains(c, key);
+    }
+    return PySequence_Contains(c, key);
+}
+
+static Py_ssize_t
+fc_bits(uint32_t b)
+{
+    Py_ssize_t n = 0;
+    for (; b; b &= b - 1) {
+        n++;
+    }
+    return n;
+}
+
+/* How many members c has when it is an exact set, else -1. */
+static Py_ssize_t
+fc_set_size(PyObject *c)
+{
+    return (c != NULL && PyAnySet_CheckExact(c)) ? PySet_GET_SIZE(c) : -1;
+}
+
+FC_INTERNAL int
+fc_copy_atomic_extra(PyTypeObject *tp)
+{
+#if FC_HAVE_FROZENDICT
+    if (tp == &PyFrozenDict_Type) {
+        return 1;
+    }
+#endif
+    return tp == &PySuper_Type;
+}
+
+/* deep_ok / copy_ok from copy's sets (3.14+), and whether each set holds
+   exactly the stdlib's own types:
+     deepcopy: an atomic kind is native while `cls in _atomic_types`; any
+       other kind while it is not there and its _deepcopy_dispatch entry is
+       the original (or absent, as originally).
+     copy: an atomic kind while `cls in _copy_atomic_types`; list, dict,
+       set and bytearray while they are in _copy_builtin_containers only;
+       the rest while in neither.
+   Only exact sets are asked here (no user code, nothing observable).  A
+   container of the user's bound in a set's place is asked exactly when
+   and as often as the stdlib asks it: once per deepcopy() step
+   (fc_atomic_custom), once per copy() (copy.c); its kinds' bits stay 0.
+   0 | -1+exc */
+static int
+fc_refresh_sets(FcState *st, uint32_t *deep_ok, uint32_t *copy_ok)
+{
+    const uint32_t containers = FK_BIT(FK_LIST) | FK_BIT(FK_DICT) | FK_BIT(FK_SET)
+                                | FK_BIT(FK_BYTEARRAY);
+    int deep_exact = fc_set_size(st->deep_atomic) >= 0;
+    int copy_exact = fc_set_size(st->copy_atomic) >= 0 && fc_set_size(st->copy_containers) >= 0;
+    uint32_t in_deep = 0, in_catomic = 0, in_ccont = 0;
+    for (int k = 1; k < FK__COUNT; k++) {
+        PyObject *t = (PyObject *)fc_kind_type(st, k);
+        uint32_t b = FK_BIT(k);
+        int a = deep_exact ? PySet_Contains(st->deep_atomic, t) : 0;
+        int ca = (copy_exact && a >= 0) ? PySet_Contains(st->copy_atomic, t) : 0;
+        int cc = (copy_exact && ca >= 0) ? PySet_Contains(st->copy_containers, t) : 0;
+        if (a < 0 || ca < 0 || cc < 0) {
+            return -1;
+        }
+        in_deep |= a ? b : 0;
+        in_catomic |= ca ? b : 0;
+        in_ccont |= cc ? b : 0;
+        if (b & FC_DEEP_ATOMIC) {
+            *deep_ok |= a ? b : 0;
+        }
+        else if (!a) {
+            PyObject *e;
+            if (fc_table_get(st, st->deep_dispatch, t, &e) < 0) {
+                return -1;
+            }
+            if ((e == NULL || e == Py_None) ? st->orig_deep[k] == NULL
+                                             : e == st->orig_deep[k]) {
+                *deep_ok |= b;
+            }
+            Py_XDECREF(e);
+        }
+        if (!copy_exact) {
+            /* copy.c asks the user's containers, in the stdlib's order */
+            *copy_ok |= (b & (FC_COPY_ATOMIC | containers)) ? 0 : b;
+        }
+        else if (b & FC_COPY_ATOMIC) {
+            *copy_ok |= ca ? b : 0;
+        }
+        else if (b & containers) {
+            *copy_ok |= (!ca && cc) ? b : 0;
+        }
+        else {
+            *copy_ok |= (!ca && !cc) ? b : 0;
+        }
+    }
+    /* exactly the stdlib's: its kinds all there, and nothing else (the
+       sizes count the other types the stdlib lists: super, frozendict) */
+    st->copy_sets_std = 0;
+    if (copy_exact) {
+        int r1 = PySet_Contains(st->copy_atomic, (PyObject *)&PySuper_Type);
+        int r2 = 1;
+#if FC_HAVE_FROZENDICT
+        r2 = r1 < 0 ? -1 : PySet_Contains(st->copy_atomic, (PyObject *)&PyFrozenDict_Type);
+#endif
+        if (r1 < 0 || r2 < 0) {
+            return -1;
+        }
+        st->copy_sets_std = r1 && r2 && in_catomic == FC_COPY_ATOMIC
+            && fc_set_size(st->copy_atomic) == fc_bits(FC_COPY_ATOMIC) + 1 + FC_HAVE_FROZENDICT
+            && in_ccont == containers
+            && fc_set_size(st->copy_containers) == fc_bits(containers);
+    }
+    st->deep_atomic_std = deep_exact && in_deep == FC_DEEP_ATOMIC
+        && fc_set_size(st->deep_atomic) == fc_bits(FC_DEEP_ATOMIC);
+    st->fdict_ok = 0;
+#if FC_HAVE_FROZENDICT
+    {
+        /* the stdlib's own copier, and frozendict not atomic (a set of the
+           user's would be asked first: fc_atomic_custom) */
+        PyObject *e;
+        if (fc_table_get(st, st->deep_dispatch, (PyObject *)&PyFrozenDict_Type, &e) < 0) {
+            return -1;
+        }
+        st->fdict_ok = e != NULL && e == st->orig_fdict && st->deep_atomic_std;
+        Py_XDECREF(e);
+    }
+#endif
+    return 0;
+}
+#endif
+
 /* Re-read the copy module's globals and recompute what is still the
    stdlib's original.  0 | -1+exc */
 #if FC_FT
@@ -258,11 +472,9 @@ fc_refresh(FcState *st)
 {
     PyObject *g = st->copy_globals;
     PyObject *v;
-    const char *names[] = {"_deepcopy_dispatch", "_copy_dispatch",
-                           "dispatch_table", "_reconstruct", "Error"};
-    PyObject **slots[] = {&st->deep_dispatch, &st->copy_dispatch,
-                          &st->dispatch_table, &st->reconstruct, &st->error};
-    for (int i = 0; i < 5; i++) {
+    const char *names[] = FC_COPY_NAMES;
+    PyObject **slots[] = FC_COPY_SLOTS(st);
+    for (int i = 0; i < FC_COPY_NNAMES; i++) {
         v = PyDict_GetItemString(g, names[i]);
 #if FC_FT
         /* another thread's copy may be reading the old table, borrowed */
@@ -284,6 +496,11 @@ fc_refresh(FcState *st)
 #endif
     }
     uint32_t deep_ok = 0, copy_ok = 0;
+#if FC_COPY_SETS
+    if (fc_refresh_sets(st, &deep_ok, &copy_ok) < 0) {
+        return -1;
+    }
+#else
     for (int k = 1; k < FK__COUNT; k++) {
         PyTypeObject *t = fc_kind_type(st, k);
         PyObject *e;
@@ -305,6 +522,7 @@ fc_refresh(FcState *st)
         }
         Py_XDECREF(e);
     }
+#endif
     st->deep_ok = deep_ok;
     st->copy_ok = copy_ok;
     st->plain_ok =
@@ -318,10 +536,10 @@ fc_refresh(FcState *st)
 #if FC_PY312_PLUS
     if (st->watcher_id >= 0) {
         /* the globals may now name other dicts: watch whatever is current */
-        PyObject *ws[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
-                           st->copyreg_dispatch, st->copyreg_globals};
+        PyObject *ws[5];
+        int nw = fc_watched_dicts(st, ws);
         int all = 1;
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < nw; i++) {
             if (!PyDict_Check(ws[i])) {
                 all = 0;   /* a mapping of the user's: nothing to watch */
             }
@@ -331,6 +549,11 @@ fc_refresh(FcState *st)
         }
         st->always_refresh = !all;
     }
+#endif
+#if FC_COPY_SETS_MUTABLE
+    fc_set_snap(&st->snap[0], st->copy_atomic);
+    fc_set_snap(&st->snap[1], st->copy_containers);
+    fc_set_snap(&st->snap[2], st->deep_atomic);
 #endif
 #if !FC_PY312_PLUS
     PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
@@ -362,9 +585,9 @@ fc_watch_init(FcState *st)
         st->always_refresh = 1;
         return 0;
     }
-    PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
-                       st->copyreg_dispatch, st->copyreg_globals};
-    for (int i = 0; i < 5; i++) {
+    PyObject *ds[5];
+    int nd = fc_watched_dicts(st, ds);
+    for (int i = 0; i < nd; i++) {
         if (PyDict_Check(ds[i]) && PyDict_Watch(st->watcher_id, ds[i]) < 0) {
             return -1;
         }
@@ -374,6 +597,7 @@ fc_watch_init(FcState *st)
     }
     st->seen_gen = 0;
 #endif
+    fc_stamps_init(st);
     return 0;
 }
 
@@ -382,9 +606,9 @@ fc_watch_fini(FcState *st)
 {
 #if FC_PY312_PLUS
     if (st->watcher_id >= 0) {
-        PyObject *ds[5] = {st->copy_globals, st->deep_dispatch, st->copy_dispatch,
-                           st->copyreg_dispatch, st->copyreg_globals};
-        for (int i = 0; i < 5; i++) {
+        PyObject *ds[5];
+        int nd = fc_watched_dicts(st, ds);
+        for (int i = 0; i < nd; i++) {
             if (ds[i] != NULL && PyDict_Check(ds[i])) {
                 (void)PyDict_Unwatch(st->watcher_id, ds[i]);
             }
@@ -394,6 +618,7 @@ fc_watch_fini(FcState *st)
         st->watcher_id = -1;
     }
 #endif
+    fc_stamps_fini(st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -457,7 +682,8 @@ static int
 fc_code_same(PyCodeObject *a, PyCodeObject *b)
 {
     if (a->co_argcount != b->co_argcount || a->co_posonlyargcount != b->co_posonlyargcount
-        || a->co_kwonlyargcount != b->co_kwonlyargcount || a->co_flags != b->co_flags
+        || a->co_kwonlyargcount != b->co_kwonlyargcount
+        || (a->co_flags & ~FC_CO_FLAGS_NEUTRAL) != (b->co_flags & ~FC_CO_FLAGS_NEUTRAL)
         || a->co_nlocals != b->co_nlocals) {
         return 0;
     }
@@ -731,12 +957,10 @@ fc_frac_names_ok(FcState *st, PyTypeObject *tp)
     if (!PyDict_CheckExact(g) || !PyDict_CheckExact(b)) {
         return 0;
     }
-#if FC_HAVE_DICT_VERSION
-    if (fc_dict_version(g) == st->frac_ver[0] && fc_dict_version(b) == st->frac_ver[1]
+    if (fc_names_stamp(st, g) == st->frac_ver[0] && fc_names_stamp(st, b) == st->frac_ver[1]
         && st->frac_ver[0] != 0) {
         return 1;
     }
-#endif
     /* the keys are exact strs: these lookups run no user code */
     PyObject *v = PyDict_GetItemWithError(g, st->s_fraction);
     if (v != (PyObject *)tp) {
@@ -748,10 +972,8 @@ fc_frac_names_ok(FcState *st, PyTypeObject *tp)
     if (PyDict_GetItemWithError(b, st->s_type) != (PyObject *)&PyType_Type) {
         return PyErr_Occurred() ? -1 : 0;
     }
-#if FC_HAVE_DICT_VERSION
-    st->frac_ver[0] = fc_dict_version(g);
-    st->frac_ver[1] = fc_dict_version(b);
-#endif
+    st->frac_ver[0] = fc_names_take(st, g);
+    st->frac_ver[1] = fc_names_take(st, b);
     return 1;
 }
 
@@ -808,8 +1030,8 @@ fc_uuid_names_ok(FcState *st, PyObject *g, PyObject *b, PyObject *safe)
         || PyDict_GetItemString(b, "object") != (PyObject *)&PyBaseObject_Type) {
         return 0;
     }
-    st->uuid_ver[0] = fc_dict_version(g);
-    st->uuid_ver[1] = fc_dict_version(b);
+    st->uuid_ver[0] = fc_names_take(st, g);
+    st->uuid_ver[1] = fc_names_take(st, b);
     return 1;
 }
 
@@ -826,7 +1048,6 @@ fc_uuid_info(FcState *st)
 FC_INTERNAL int
 fc_uuid_ok(FcState *st, PyObject *info)
 {
-#if FC_HAVE_DICT_VERSION
     PyObject *S = PyTuple_GET_ITEM(info, FC_UUID_SAFEUUID);
     if (fc_type_tag((PyTypeObject *)S) != st->uuid_tag[0] || st->uuid_tag[0] == 0
         || fc_type_tag(Py_TYPE(S)) != st->uuid_tag[1] || st->uuid_tag[1] == 0) {
@@ -838,7 +1059,7 @@ fc_uuid_ok(FcState *st, PyObject *info)
     if (!PyDict_CheckExact(v2m)) {
         return 0;
     }
-    if (fc_dict_version(v2m) != st->uuid_ver[2]) {
+    if (fc_names_stamp(st, v2m) != st->uuid_ver[2]) {
         for (int i = 0; i < 3; i++) {
             /* keys 0, -1, None: no user code in the lookups */
             PyObject *m = PyDict_GetItemWithError(v2m, PyTuple_GET_ITEM(info, FC_UUID_VALUES + i));
@@ -847,25 +1068,19 @@ fc_uuid_ok(FcState *st, PyObject *info)
                 return 0;
             }
         }
-        st->uuid_ver[2] = fc_dict_version(v2m);
+        st->uuid_ver[2] = fc_names_take(st, v2m);
     }
     PyFunctionObject *f = (PyFunctionObject *)PyTuple_GET_ITEM(info, FC_UUID_SETSTATE);
     PyObject *g = f->func_globals, *b = f->func_builtins;
-    if (fc_dict_version(g) == st->uuid_ver[0] && fc_dict_version(b) == st->uuid_ver[1]) {
+    if (fc_names_stamp(st, g) == st->uuid_ver[0] && fc_names_stamp(st, b) == st->uuid_ver[1]) {
         return 1;
     }
     return fc_uuid_names_ok(st, g, b, S);
-#else
-    (void)st;
-    (void)info;
-    return 0;
-#endif
 }
 
 FC_INTERNAL int
 fc_uuid_member_ok(FcState *st, PyObject *info, int k)
 {
-#if FC_HAVE_DICT_VERSION
     /* member.value is member._value_, read from its __dict__: a patched
        and restored member keeps the road */
     PyObject *md = fc_instance_dict(PyTuple_GET_ITEM(info, FC_UUID_MEMBERS + k));
@@ -881,12 +1096,6 @@ fc_uuid_member_ok(FcState *st, PyObject *info, int k)
     PyErr_Clear();
     Py_DECREF(md);
     return same;
-#else
-    (void)st;
-    (void)info;
-    (void)k;
-    return 0;
-#endif
 }
 
 /* Check uuid.UUID once (the first UUID met), and publish what fc_uuid_ok
@@ -894,7 +1103,6 @@ fc_uuid_member_ok(FcState *st, PyObject *info, int k)
 static int
 fc_plan_uuid(FcState *st, PyTypeObject *tp)
 {
-#if FC_HAVE_DICT_VERSION
     /* asked again whenever UUID's type tag moves: everything but the
        source comparisons is checked each time */
     PyObject *U = fc_loaded_attr("uuid", "UUID");
@@ -984,7 +1192,7 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
     PyObject *v2m = ok ? PyObject_GetAttrString(S, "_value2member_map_") : NULL;
     ok = ok && v2m != NULL && PyDict_CheckExact(v2m);
     if (ok) {
-        st->uuid_ver[2] = fc_dict_version(v2m);
+        st->uuid_ver[2] = fc_names_take(st, v2m);
     }
     PyTuple_SET_ITEM(info, FC_UUID_V2M, v2m != NULL ? v2m : Py_NewRef(Py_None));
     PyErr_Clear();
@@ -998,11 +1206,6 @@ fc_plan_uuid(FcState *st, PyTypeObject *tp)
     /* the fields above are the same whichever thread computes them */
     fc_publish(&st->uuid_info, info);
     return fc_uuid_ok(st, fc_uuid_info(st));
-#else
-    (void)st;
-    (void)tp;
-    return 0;
-#endif
 }
 
 /* The datetime C API, once the datetime module is loaded.  NULL if not. */
@@ -1276,9 +1479,13 @@ fc_plan_compute(FcState *st, PyTypeObject *tp, FcPlan *p)
         if ((p->gflags & FG_NO_DEEP_DISPATCH) && _PyType_Lookup(tp, st->s_deepcopy) == NULL) {
             p->deep = FP_PLAIN;
         }
+        /* (3.14+: copy's sets are asked before the plan, copy.c) */
+        e = NULL;
+#if !FC_COPY_SETS
         if (fc_table_get(st, st->copy_dispatch, (PyObject *)tp, &e) < 0) {
             return -1;
         }
+#endif
         int truthy = 0;
         if (e != NULL && e != Py_None) {
             truthy = PyObject_IsTrue(e);

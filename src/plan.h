@@ -50,4 +50,13 @@ FC_INTERNAL PyTypeObject *fc_kind_type(FcState *st, int k);
 FC_INTERNAL int fc_watch_init(FcState *st);
 FC_INTERNAL void fc_watch_fini(FcState *st);
 
+#if FC_COPY_SETS
+/* `key in c` for one of the copy module's sets (3.14+: pyver.h), or what
+   the user bound in its place (then user code may run).  1 | 0 | -1+exc */
+FC_INTERNAL int fc_copy_set_has(PyObject *c, PyObject *key);
+/* The types the stdlib's _copy_atomic_types holds that are no kind of
+   ours (super; frozendict on 3.15).  1 | 0 */
+FC_INTERNAL int fc_copy_atomic_extra(PyTypeObject *tp);
+#endif
+
 #endif /* FASTCOPY_PLAN_H */

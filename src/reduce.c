@@ -49,13 +49,13 @@ fc_unpack2(PyObject *pair, PyObject **a, PyObject **b)
         goto error;
     }
     if (got == 3) {
-#if PY_VERSION_HEX >= 0x030E0000
-        /* 3.14 names a tuple's or list's length; 3.10-3.13 do not (the
-           3.14 form is from its docs, untested here) */
-        if (PyTuple_CheckExact(pair) || PyList_CheckExact(pair)) {
+#if FC_PY314_PLUS
+        /* 3.14+ names an exact tuple's, list's or dict's length (checked
+           on 3.14.10 and 3.15.2); 3.10-3.13 do not */
+        if (PyTuple_CheckExact(pair) || PyList_CheckExact(pair) || PyDict_CheckExact(pair)) {
             PyErr_Format(PyExc_ValueError,
                          "too many values to unpack (expected 2, got %zd)",
-                         PySequence_Fast_GET_SIZE(pair));
+                         PyDict_CheckExact(pair) ? PyDict_GET_SIZE(pair) : Py_SIZE(pair));
             goto error;
         }
 #endif

@@ -31,7 +31,21 @@ struct FcState {
     PyObject *copy_globals;        /* copy.__dict__ */
     PyObject *error;               /* copy.Error */
     PyObject *deep_dispatch;       /* copy._deepcopy_dispatch */
-    PyObject *copy_dispatch;       /* copy._copy_dispatch */
+    PyObject *copy_dispatch;       /* copy._copy_dispatch (NULL where
+                                      FC_COPY_SETS: pyver.h) */
+    /* FC_COPY_SETS (3.14+; NULL before): copy._copy_atomic_types,
+       _copy_builtin_containers and _atomic_types.  *_std: each holds
+       exactly the stdlib's own types, so that the kinds' bits (deep_ok,
+       copy_ok) say all there is to say and no other type need be looked up
+       in them (fc_refresh) */
+    PyObject *copy_atomic, *copy_containers, *deep_atomic;
+    int copy_sets_std, deep_atomic_std;
+    int fdict_ok;                  /* 3.15+: frozendict's _deepcopy_dispatch
+                                      entry is the original, and it is not
+                                      atomic: deepcopy.c's native road */
+#if FC_COPY_SETS_MUTABLE
+    FcSetSnap snap[3];             /* the three as fc_refresh last read them */
+#endif
     PyObject *dispatch_table;      /* copy.dispatch_table (copyreg's) */
     PyObject *reconstruct;         /* copy._reconstruct */
     PyObject *reconstruct_helper;  /* f(r, x, memo, rv, dc): r(x, memo, *rv, deepcopy=dc) */
@@ -40,6 +54,7 @@ struct FcState {
     /* the stdlib's original dispatch functions, captured at import */
     PyObject *orig_deep[FK__COUNT];
     PyObject *orig_copy[FK__COUNT];
+    PyObject *orig_fdict;          /* copy._deepcopy_frozendict (3.15+) */
     PyObject *copyreg_slotnames;   /* copyreg._slotnames */
     PyObject *copyreg_newobj;      /* copyreg.__newobj__ */
     int plain_ok;                  /* copyreg's helpers are the originals */
@@ -80,6 +95,20 @@ struct FcState {
     uint64_t seen_gen;             /* gen the caches were computed for */
 #if FC_PY312_PLUS
     int watcher_id;                /* -1 if none could be had */
+#endif
+#if !FC_HAVE_DICT_VERSION
+    /* 3.14+: the names stamps (plan.c, fc_names_take): a second watcher, on
+       the globals and builtins the library roads verified, and the dicts it
+       watches (strong: unwatched when the module goes) */
+    int names_watcher;             /* -1 if none could be had */
+    PyObject *names_watched;       /* list | NULL */
+    /* the source stamps (plan.c): a third watcher, on the dicts prefilled
+       dict frames are copying, each while its frame lives (deepcopy.c) */
+    int src_watcher;               /* -1: none, and no prefill */
+    int mirror_watcher;            /* watch.c's mirror stamps; -1: none, and
+                                      a shown memo stays the memo */
+#endif
+#if FC_PY312_PLUS
 #else
     uint64_t ver[5];               /* ma_version_tag of the watched dicts */
 #endif
@@ -127,6 +156,40 @@ struct FcState {
     FcHooksState hooks;            /* hooks.c: library hooks verified */
     FcTestState test;              /* testing.h */
 };
+
+/* The copy module's globals that FcState follows, by name (module.c reads
+   them at import, fc_refresh whenever the module changes). */
+#if FC_COPY_SETS
+#  define FC_COPY_NNAMES 7
+#  define FC_COPY_NAMES {"_deepcopy_dispatch", "_copy_atomic_types", \
+        "_copy_builtin_containers", "_atomic_types", "dispatch_table", \
+        "_reconstruct", "Error"}
+#  define FC_COPY_SLOTS(st) {&(st)->deep_dispatch, &(st)->copy_atomic, \
+        &(st)->copy_containers, &(st)->deep_atomic, &(st)->dispatch_table, \
+        &(st)->reconstruct, &(st)->error}
+#else
+#  define FC_COPY_NNAMES 5
+#  define FC_COPY_NAMES {"_deepcopy_dispatch", "_copy_dispatch", \
+        "dispatch_table", "_reconstruct", "Error"}
+#  define FC_COPY_SLOTS(st) {&(st)->deep_dispatch, &(st)->copy_dispatch, \
+        &(st)->dispatch_table, &(st)->reconstruct, &(st)->error}
+#endif
+
+/* The dicts whose changes move FcState.gen (plan.c): the copy module's and
+   copyreg's globals and dispatch tables.  Fills ds[5]; how many. */
+FC_INLINE int
+fc_watched_dicts(FcState *st, PyObject **ds)
+{
+    int n = 0;
+    ds[n++] = st->copy_globals;
+    ds[n++] = st->deep_dispatch;
+#if !FC_COPY_SETS
+    ds[n++] = st->copy_dispatch;
+#endif
+    ds[n++] = st->copyreg_dispatch;
+    ds[n++] = st->copyreg_globals;
+    return n;
+}
 
 /* table.get(key) for the stdlib's tables (copy's and copyreg's dispatch
    tables, read by plan.c, reduce.c, copy.c and torch.c): exact dicts

@@ -137,10 +137,15 @@ def _logging_memo_classes(log, label):
             return dict.__getitem__(self, k)
 
     class MappingMemo:
-        """Only .get, __setitem__, __getitem__ (plus items() for the test)."""
+        """Only .get, __setitem__, __getitem__ -- and __contains__, which 3.15's copy.py asks
+        first (`if d in memo: return memo[d]`) -- plus items() for the test."""
 
         def __init__(self):
             self.d = {}
+
+        def __contains__(self, k):
+            log.append(("in", label(k)))
+            return k in self.d
 
         def get(self, k, default=None):
             log.append(("get", label(k)))

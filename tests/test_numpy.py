@@ -431,9 +431,12 @@ def test_preseeded_memo():
     for impl in IMPLS:
         assert impl.deepcopy([arr], {id(arr): sentinel})[0] is sentinel
     a = np.array([None, 1], dtype=object)
+    # numpy copies each item with copy.deepcopy(item, memo): the seeded entry for None is asked
+    # through 3.13, and not from 3.14 (atomics are tested first, src/pyver.h)
+    want = ["none!", 1] if not hasattr(copy, "_atomic_types") else [None, 1]
     for impl in IMPLS:
         memo = {id(None): "none!"}
-        assert list(impl.deepcopy(a, memo)) == ["none!", 1]
+        assert list(impl.deepcopy(a, memo)) == want
 
 
 def test_user_memo_mapping():

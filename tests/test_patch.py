@@ -1,6 +1,7 @@
 """patch()/unpatch(): the stdlib's own function objects reach fastcopy (through their vectorcall,
 with no Python frame), keep the stdlib's signature and errors, and are restored exactly."""
 import copy
+import inspect
 import sys
 import sysconfig
 from copy import deepcopy as early_deepcopy, copy as early_copy
@@ -14,6 +15,10 @@ pytestmark = needs_fastcopy
 STD_DEEPCOPY_CODE = copy.deepcopy.__code__
 STD_COPY_CODE = copy.copy.__code__
 STD_DEFAULTS = copy.deepcopy.__defaults__
+
+# the running copy.deepcopy's own parameters: (x, memo=None, _nil=[]) through 3.14, no _nil
+# from 3.15
+HAS_NIL = "_nil" in inspect.signature(copy.deepcopy).parameters
 
 
 class Counted:
@@ -88,9 +93,14 @@ def _same_outcome_patched(fc, run):
 
 
 def test_code_replaced_by_someone_else_wins(fc):
-    # another patcher that sets copy.deepcopy.__code__ after us gets its code run
-    def other(x, memo=None, _nil=[]):
-        return "other"
+    # another patcher that sets copy.deepcopy.__code__ after us gets its code run (a code with
+    # the stdlib's own parameters: 3.15 has no _nil)
+    if HAS_NIL:
+        def other(x, memo=None, _nil=[]):
+            return "other"
+    else:
+        def other(x, memo=None):
+            return "other"
     with fc.patched():
         mine = copy.deepcopy.__code__
         copy.deepcopy.__code__ = other.__code__
@@ -107,7 +117,11 @@ def test_nil_and_memo_pass_through(fc):
     x = [1]
     nil = object()
     with fc.patched():
-        assert copy.deepcopy(x, {id(x): nil}, nil) == [1]
+        if HAS_NIL:
+            assert copy.deepcopy(x, {id(x): nil}, nil) == [1]
+        else:
+            with pytest.raises(TypeError, match="positional argument"):
+                copy.deepcopy(x, {id(x): nil}, nil)
         assert copy.deepcopy(x, {id(x): "hit"}) == "hit"
         memo = {}
         y = copy.deepcopy(x, memo=memo)

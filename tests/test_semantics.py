@@ -6,6 +6,7 @@ and exception text."""
 import collections
 import copy
 import copyreg
+import inspect
 import dataclasses
 import enum
 import sys
@@ -31,8 +32,12 @@ def test_copy_keyword_argument(impl):
 
 def test_deepcopy_three_positional_and_memo_keyword(impl):
     x = [1, [2]]
-    y = impl.deepcopy(x, None, [])
-    assert y == x and y[1] is not x[1]
+    if "_nil" in inspect.signature(copy.deepcopy).parameters:
+        y = impl.deepcopy(x, None, [])
+        assert y == x and y[1] is not x[1]
+    else:   # 3.15: deepcopy(x, memo=None)
+        with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments"):
+            impl.deepcopy(x, None, [])
     memo = {}
     y = impl.deepcopy(x, memo=memo)
     assert memo[id(x)] is y
@@ -614,7 +619,10 @@ def test_state_dict_slots_pair(impl):
             return (NotPair, (), (1, 2, 3))
     with pytest.raises(TypeError) as ei:
         impl.copy(NotPair())
-    assert "dictionary update sequence" in str(ei.value)
+    # the interpreter's own dict.update message (3.14 changed it)
+    with pytest.raises(TypeError) as want:
+        {}.update((1, 2, 3))
+    assert str(ei.value) == str(want.value)
 
 
 def test_listiter_uses_append_each_time(impl):
@@ -1108,6 +1116,8 @@ def test_runtime_deepcopy_dispatch_entries(impl):
 
 
 @pytest.mark.thread_unsafe(reason='global state: edits copy._copy_dispatch')
+@pytest.mark.skipif(not hasattr(copy, "_copy_dispatch"),
+                    reason="3.14+ has no copy._copy_dispatch (its sets: tests/test_pyver.py)")
 def test_runtime_copy_dispatch_entries(impl):
     class C:
         pass

@@ -52,11 +52,20 @@ class Obj:
         self.__dict__.update(kw)
 
 
+# 3.14+ (src/pyver.h, FC_ATOMIC_FIRST): `cls in _atomic_types`, before the memo; through 3.13 an
+# entry in _deepcopy_dispatch, after it
+ATOMIC_FIRST = hasattr(copy, "_atomic_types")
+
+
 def _is_atomic(x):
+    if ATOMIC_FIRST:
+        return type(x) in copy._atomic_types
     return copy._deepcopy_dispatch.get(type(x)) is copy._deepcopy_atomic
 
 
 def model_deepcopy(x, pred, memo=None):
+    if ATOMIC_FIRST and _is_atomic(x):
+        return x
     if memo is None:
         memo = {}
     d = id(x)
