@@ -106,7 +106,7 @@
 #include "state.h"
 
 
-#if PY_VERSION_HEX >= 0x030E0000
+#if FC_UNIQUE_API
 #  define FC_COW_UNIQUE(o) PyUnstable_Object_IsUniquelyReferenced(o)
 #elif defined(Py_GIL_DISABLED)
 /* What 3.14's PyUnstable_Object_IsUniquelyReferenced does. */
@@ -225,7 +225,7 @@ fc_cow_hash(PyObject *key)
 /* Whether the collector tracks o.  On GIL builds through 3.14 the GC header
    (two words, _gc_next first, nonzero while tracked) sits just before the
    object, as _PyObject_GC_IS_TRACKED reads it; elsewhere the API call. */
-#if !defined(Py_GIL_DISABLED) && PY_VERSION_HEX < 0x030F0000
+#if FC_GC_HEADER_READ
 #  define FC_COW_TRACKED(o) (((const uintptr_t *)(const void *)(o))[-2] != 0)
 #else
 #  define FC_COW_TRACKED(o) PyObject_GC_IsTracked(o)
@@ -303,7 +303,7 @@ static void cowview_tp_dealloc(PyObject *self);
    owner inside such a __hash__).  So on 3.13 the wrappers check first, as
    3.14 does: the topmost section is active (not suspended), so the lock is
    held by this thread for the whole nested call. */
-#  if PY_VERSION_HEX < 0x030E0000
+#  if FC_CS_PARKS_ON_HELD
 FC_INLINE int
 fc_cow_cs_held(PyObject *o)
 {

@@ -471,7 +471,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
  * 3.10's layout differs, and free-threaded builds lock dicts: both keep
  * PyDict_SetItem, as does 3.14+.
  */
-#define FC_DICT_SLOTS (!FC_FT && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000)
+#define FC_DICT_SLOTS FC_DICT_SLOT_LAYOUT
 
 #if FC_DICT_SLOTS
 typedef struct {
@@ -2296,7 +2296,7 @@ fc_set_ghost_items(FcCtx *c, PyObject *x, int *quiet, PyObject ***pitems, Py_has
  * tests/test_values.py compares order and sys.getsizeof() with
  * set(list(s)) over sizes and colliding hashes.  Other versions: PySet_Add.
  */
-#define FC_SET_FILL (PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030E0000)
+#define FC_SET_FILL FC_SET_FILL_ORDER
 #define FC_SET_PROBES 9
 #define FC_SET_SHIFT 5
 

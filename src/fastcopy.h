@@ -204,8 +204,7 @@ fc_type_tag(PyTypeObject *tp)
 /* A dict's version tag: it changes on every mutation (3.10-3.13; PEP 509,
    deprecated but maintained through 3.13).  FC_HAVE_DICT_VERSION is 0 where
    it cannot be read, and what depends on it is then switched off. */
-#if PY_VERSION_HEX < 0x030E0000
-#  define FC_HAVE_DICT_VERSION 1
+#if FC_HAVE_DICT_VERSION
 FC_INLINE uint64_t
 fc_dict_version(PyObject *d)
 {
@@ -224,7 +223,6 @@ fc_dict_version(PyObject *d)
 #  endif
 }
 #else
-#  define FC_HAVE_DICT_VERSION 0
 /* Is d watched by watcher id?  Bits 0-7 of _ma_watcher_tag are the
    watchers' (cpython/dictobject.h, 3.14 and 3.15). */
 FC_INLINE int
@@ -713,7 +711,7 @@ typedef struct FcCtx {
 FC_INLINE void
 fc_ft_incref_n(PyObject *o, Py_ssize_t n)
 {
-#  if PY_VERSION_HEX < 0x030E0000 && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+#  if FC_FT_SPLIT_COUNT && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
     uint32_t local = _Py_atomic_load_uint32_relaxed(&o->ob_ref_local);
     if (local == UINT32_MAX) {
         return;     /* immortal */

@@ -74,12 +74,50 @@
  *                         so plan.c's fc_code_same ignores it (Enum's
  *                         __deepcopy__ has it, fastcopy._reference's twin not)
  *
- * The collector:
+ *   FC_DICT_SLOT_LAYOUT   3.11-3.13, GIL builds: the keys object's layout
+ *                         (header, indices, then {key, value} or {hash, key,
+ *                         value} entries) that deepcopy.c writes prefilled
+ *                         values into ("Values put in place"), checked at
+ *                         import besides; 3.10 and 3.14+ differ
+ *   FC_SET_FILL_ORDER     3.10-3.13: set_add_key's probe order, which
+ *                         deepcopy.c replays to fill a set's copy directly
+ *                         (tests/test_values.py compares the tables)
+ *   FC_INLINE_ATTRS_ORDER 3.13: the instance-dict and inline-values code
+ *                         reduce.c follows to store a fresh object's
+ *                         attributes (3.11/3.12 keep other key objects)
+ *
+ * Objects, references and the collector:
+ *   FC_UNIQUE_API         3.14+: PyUnstable_Object_IsUniquelyReferenced,
+ *                         cowdict.c's copy-on-write test (3.13t: its own
+ *                         reading of the split count; GIL builds before:
+ *                         Py_REFCNT(o) == 1)
+ *   FC_GC_HEADER_READ     GIL builds through 3.14: the GC header's _gc_next
+ *                         sits two words before the object (cowdict.c);
+ *                         3.15 and free-threaded builds: the API call
+ *   FC_GC_ANY_ALLOC       3.10-3.11: any allocation may run a collection,
+ *                         and so finalizers; 3.12+ collect only at the eval
+ *                         breaker (fastcopy.h's dict copy, torch.c)
+ *   FC_FT_SPLIT_COUNT     3.13t: the split count's fields (ob_ref_local,
+ *                         ob_ref_shared) read and added to directly
+ *                         (fastcopy.h fc_ft_incref_n, cowdict.c)
+ *   FC_CS_PARKS_ON_HELD   3.13t: a critical section on a lock the thread
+ *                         already holds parks on it (cowdict.c checks
+ *                         first, as 3.14 does itself)
  *   3.14+ tracks every dict from birth (no lazy untracking of atomic-only
- *   dicts); tests/test_cowdict.py states it
+ *   dicts), and 3.15 leaves a frozenset of atomic items untracked from
+ *   birth, as tuples; tests/test_cowdict.py and test_fastpaths.py state it
+ *
+ * API spellings (a function renamed or made public, a header moved) are
+ * not facts of this kind: fastcopy.h's shims switch them on FC_PY31x_PLUS.
  */
 #ifndef FC_PYVER_H
 #define FC_PYVER_H
+
+#ifdef Py_GIL_DISABLED
+#  define FC_PYVER_FT 1            /* (fastcopy.h's FC_FT; here for the facts) */
+#else
+#  define FC_PYVER_FT 0
+#endif
 
 #define FC_PY311_PLUS (PY_VERSION_HEX >= 0x030B0000)
 #define FC_PY312_PLUS (PY_VERSION_HEX >= 0x030C0000)
@@ -110,6 +148,15 @@
 #  define FC_MEMO_ABSORB 1
 #  define FC_PROVEN_MISS 1
 #endif
+#define FC_HAVE_DICT_VERSION (!FC_PY314_PLUS)
+#define FC_DICT_SLOT_LAYOUT (!FC_PYVER_FT && FC_PY311_PLUS && !FC_PY314_PLUS)
+#define FC_SET_FILL_ORDER (!FC_PY314_PLUS)
+#define FC_INLINE_ATTRS_ORDER (FC_PY313_PLUS && !FC_PY314_PLUS)
+#define FC_UNIQUE_API FC_PY314_PLUS
+#define FC_GC_HEADER_READ (!FC_PYVER_FT && !FC_PY315_PLUS)
+#define FC_GC_ANY_ALLOC (!FC_PY312_PLUS)
+#define FC_FT_SPLIT_COUNT (FC_PYVER_FT && !FC_PY314_PLUS)
+#define FC_CS_PARKS_ON_HELD (FC_PYVER_FT && !FC_PY314_PLUS)
 #define FC_DICT_KNOWN_HASH (PY_VERSION_HEX < 0x03100000)
 #if FC_PY315_PLUS && defined(PyFrozenDict_CheckExact)
 #  define FC_HAVE_FROZENDICT 1

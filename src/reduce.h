@@ -33,7 +33,7 @@ enum { FC_STATE_NO_SETSTATE = 1, FC_STATE_FRESH = 2 };
    whose dict and attribute code was read for the behaviour it matches;
    other versions take the dict road (3.11 and 3.12 keep other key objects:
    the share-mutating fuzz showed it). */
-#define FC_INLINE_ATTRS (FC_PY313_PLUS && PY_VERSION_HEX < 0x030E0000)
+#define FC_INLINE_ATTRS FC_INLINE_ATTRS_ORDER
 /* _reconstruct's state step for y and a (copied) state.  0 | -1+exc */
 FC_INTERNAL int fc_apply_state(FcState *st, PyObject *y, PyObject *state, int flags);
 /* for key, value in pairs: set(y, key, value), with the interpreter's

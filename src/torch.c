@@ -885,7 +885,7 @@ fc_torch_gc_hold(void)
     if (h == NULL || PyThreadState_Next(h) != NULL) {
         return 0;
     }
-#if PY_VERSION_HEX < 0x030C0000
+#if FC_GC_ANY_ALLOC
     /* 3.12+ collect at the eval breaker only: never inside a C call */
     return PyGC_Disable() ? 1 : 2;
 #else
@@ -896,7 +896,7 @@ fc_torch_gc_hold(void)
 static void
 fc_torch_gc_resume(int held)
 {
-#if PY_VERSION_HEX < 0x030C0000
+#if FC_GC_ANY_ALLOC
     if (held == 1) {
         PyGC_Enable();
     }

@@ -279,6 +279,30 @@ class PartsDependOneWay(unittest.TestCase):
         self.assertEqual(find_cycle(part_graph(called)), ["a", "b", "a"])
 
 
+@unittest.skipUnless(HAVE_SRC, "no C sources here (an installed wheel)")
+class VersionFactsInOnePlace(unittest.TestCase):
+    """src/pyver.h is the one place where the core asks which CPython it is built for
+    (PY_VERSION_HEX): every other part reads the named facts it defines, so a port to a new
+    CPython starts by reading that one file; and every fact it defines is in its essay."""
+
+    def test_only_pyver_reads_the_version(self):
+        for name in sorted(os.listdir(SRC)):
+            if name.endswith((".c", ".h")) and name != "pyver.h":
+                with self.subTest(name):
+                    self.assertNotIn("PY_VERSION_HEX", read("src", name))
+
+    def test_every_fact_is_in_the_essay(self):
+        text = read("src", "pyver.h")
+        essay, _, code = text.partition("*/")
+        facts = re.findall(r"^#\s*define\s+(FC_\w+)", code, re.M)
+        self.assertGreater(len(facts), 10)
+        for fact in facts:
+            if fact in ("FC_PYVER_H", "FC_PYVER_FT") or re.match(r"FC_PY3\d+_PLUS$", fact):
+                continue
+            with self.subTest(fact):
+                self.assertIn(fact, essay)
+
+
 class BackendsTellTheTruth(unittest.TestCase):
     def child(self, code, needs):
         """Run code in a fresh interpreter; skip when it printed 'no <needs>'."""
