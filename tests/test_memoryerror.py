@@ -15,8 +15,8 @@
 
 The sweeps run in a subprocess: a failing allocation inside the interpreter's own machinery can
 take pytest down with it. Skipped when ``_testcapi`` is not importable.  On free-threaded 3.13 a
-failing list allocation crashes CPython itself (``FT_LIST_NEW_CRASH``): there only a shape whose
-copy makes no list is swept.
+failing list allocation crashes CPython itself (``FT_LIST_NEW_CRASH``): there only the shapes
+whose copy makes no list are swept (``without_lists``, and its numpy counterpart).
 """
 import gc
 import json
@@ -126,16 +126,21 @@ SHAPES = {"builtin": _builtin, "mixed": _mixed, "without_lists": _without_lists}
 # gets its list object (from the per-thread freelist, or fresh) but the item array's allocation
 # fails, the Py_GIL_DISABLED branch Py_DECREFs the list before setting its ob_item and size, and
 # list_dealloc then frees a stale or uninitialised item array: SIGSEGV, or a corrupted mimalloc
-# heap that hangs the next sys.getallocatedblocks().  The GIL build's branch sets ob_item first.
-# fastcopy's list copies call PyList_New(n), so a sweep over any copy that makes a list reaches it
-# (the stdlib builds lists by appending, and does not).
+# heap that hangs the next sys.getallocatedblocks() or _Py_Finalize (_mi_page_free_collect).  The
+# GIL build's branch sets ob_item first.  A freelist list keeps its freed array because 3.13's
+# list_dealloc does not clear ob_item: CPython gh-118331, fixed for 3.14 (PR #130811), not in
+# 3.13.5; the fresh-object case is gh-152125 (open).  fastcopy's list copies call PyList_New(n), so a
+# sweep over any copy that makes a list reaches it (the stdlib builds lists by appending, and
+# does not).  With that branch made safe under gdb (ob_item and size cleared before its
+# Py_DECREF) the sweeps skipped for it pass on 3.13.5t.
 FT_LIST_NEW_CRASH = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) \
     and sys.version_info[:2] == (3, 13)
 FT_LIST_NEW_REASON = (
     "free-threaded CPython 3.13: PyList_New(n) Py_DECREFs a list whose ob_item was never set "
     "when its item array's allocation fails (Objects/listobject.c, the Py_GIL_DISABLED branch), "
-    "and list_dealloc frees garbage (SIGSEGV or a hang); these shapes' copies make lists, so "
-    "only the shape without lists is swept here")
+    "and list_dealloc frees a stale item array (CPython gh-118331, fixed in 3.14 only) or garbage "
+    "(gh-152125): SIGSEGV or a hang; these shapes' copies make lists, so only the shape without "
+    "lists is swept here")
 
 
 def _sweep(impl_name, shape, mode, first, last, step):
@@ -233,15 +238,19 @@ def _huge(impl_name, n):
     }
 
 
-def _numpy_src():
+def _numpy_src(shape="lists"):
+    """"without_lists": the same arrays, pool-sized and not, with tuples and dicts where the
+    other shape has lists, so that the copy makes no list (``FT_LIST_NEW_CRASH``)."""
     import numpy as np
-    shared = [1, "shared"]
+    lists = shape == "lists"
+    shared = [1, "shared"] if lists else {"shared": 1}
     o = np.empty(8, dtype=object)
     for i in range(8):
-        o[i] = [i, shared]
+        o[i] = [i, shared] if lists else (i, shared)
     big = np.arange(1 << 18, dtype=np.float64)         # 2 MiB: from the pool
+    again = [big, o, shared] if lists else (big, o, shared)
     return {"big": big, "bigT": big.reshape(512, 512).T, "obj": o,
-            "small": np.arange(10, dtype=np.int32), "again": [big, o, shared]}
+            "small": np.arange(10, dtype=np.int32), "again": again}
 
 
 def _numpy_problems(src, res):
@@ -270,7 +279,7 @@ def _handler_names():
     return get_handler_name(), get_handler_name(np.empty(1 << 18))
 
 
-def _numpy_pool_sweep(mode, first, last, step, lazy=False):
+def _numpy_pool_sweep(shape, mode, first, last, step, lazy=False):
     """MemoryError or a correct copy at every failing index, the handler restored.  lazy:
     the pool is turned on before numpy is imported, so its handler is put in the pool's
     context by the first pooled copy (not swept: see NoMemoryNumpyPool)."""
@@ -278,7 +287,7 @@ def _numpy_pool_sweep(mode, first, last, step, lazy=False):
     if not lazy:
         import numpy  # noqa: F401
     fastcopy.configure(numpy_pool=True)
-    src = _numpy_src()
+    src = _numpy_src(shape)
     out = {"memoryerror": 0, "ok": 0, "pooled": 0, "other": [], "wrong": [], "handler": []}
     for i in range(first, last, step):
         res, exc = _attempt(fastcopy, src, i, i + 1 if mode == "single" else 0)
@@ -306,10 +315,10 @@ def _numpy_pool_sweep(mode, first, last, step, lazy=False):
     return out
 
 
-def _numpy_pool_count():
+def _numpy_pool_count(shape):
     import fastcopy
     fastcopy.configure(numpy_pool=True)
-    src = _numpy_src()
+    src = _numpy_src(shape)
     lo, hi = 0, 1 << 16
     while lo < hi:
         mid = (lo + hi) // 2
@@ -326,10 +335,10 @@ def _worker(argv):
         sys.path.insert(0, source_tree.SOURCE_ROOT)
     kind = argv[0]
     if kind == "npcount":
-        result = _numpy_pool_count()
+        result = _numpy_pool_count(argv[1])
     elif kind == "npsweep":
-        result = _numpy_pool_sweep(argv[1], int(argv[2]), int(argv[3]), int(argv[4]),
-                                   len(argv) > 5 and argv[5] == "lazy")
+        result = _numpy_pool_sweep(argv[1], argv[2], int(argv[3]), int(argv[4]), int(argv[5]),
+                                   len(argv) > 6 and argv[6] == "lazy")
     elif kind == "count":
         result = _count_allocations(argv[1], argv[2])
     elif kind == "sweep":
@@ -431,13 +440,14 @@ class NoMemoryNumpyPool(unittest.TestCase):
     token and its new mapping fail to allocate: 3.10 to 3.13) -- the reason it is done once,
     not per copy."""
 
-    def _check(self, mode):
-        n = _run_worker("npcount")
+    def _check(self, mode, shape="lists"):
+        n = _run_worker("npcount", shape)
         step = 1 if os.environ.get("FASTCOPY_NOMEM_DENSE") else n // 150 + 1
         # dense over the first indices: the context is made at the first pooled copy
         for lo, hi, st in ((0, min(n + 5, 60), 1), (0, n + 5, step)):
-            out = _run_worker("npsweep", mode, str(lo), str(hi), str(st))
-            detail = "%s (%d allocations): %s" % (mode, n, json.dumps(out, indent=1)[:4000])
+            out = _run_worker("npsweep", shape, mode, str(lo), str(hi), str(st))
+            detail = "%s %s (%d allocations): %s" % (shape, mode, n,
+                                                     json.dumps(out, indent=1)[:4000])
             self.assertEqual(out["other"], [], detail)
             self.assertEqual(out["wrong"], [], detail)
             self.assertEqual(out["handler"], [], detail)
@@ -445,11 +455,19 @@ class NoMemoryNumpyPool(unittest.TestCase):
             self.assertGreater(out["ok"], 0, detail)
             self.assertGreater(out["pooled"], 0, detail)
 
+    @unittest.skipIf(FT_LIST_NEW_CRASH, FT_LIST_NEW_REASON)
     def test_single_failure(self):
         self._check("single")
 
+    @unittest.skipIf(FT_LIST_NEW_CRASH, FT_LIST_NEW_REASON)
     def test_failing_from_index_on(self):
         self._check("from")
+
+    def test_single_failure_without_lists(self):
+        self._check("single", "without_lists")
+
+    def test_failing_from_index_on_without_lists(self):
+        self._check("from", "without_lists")
 
 
 @unittest.skipIf(SANITIZED or not sys.platform.startswith("linux"),
