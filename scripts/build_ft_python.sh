@@ -11,7 +11,12 @@
 # allocation-failure tests need it; an older cache built with
 # --disable-test-modules is rebuilt).  CI calls this every run.  pip comes from
 # the ensurepip wheel shipped in the source; pytest and pytest-run-parallel are
-# installed from PyPI.  About 8-10 minutes on 2 cores (see docs/free-threading.md).
+# installed from PyPI, and numpy as a free-threaded (cp313t) wheel only, so that
+# the numpy path (native copies, threads, the pool and its allocation-failure
+# sweeps) runs free-threaded: the newest release that has one (2.4.6 here, in
+# 4 s; numpy 2.5 ships no cp313t wheel, and its sdist build takes 5 minutes on
+# 2 cores), never an sdist.  Without a wheel the numpy tests skip.  About 8-10
+# minutes on 2 cores (see docs/free-threading.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${FASTCOPY_CACHE:-$HOME/.cache/fastcopy}
@@ -33,5 +38,9 @@ sys.exit(0 if sysconfig.get_config_var("Py_GIL_DISABLED") else 1)' 2>/dev/null; 
 fi
 if ! "$py" -c 'import pytest, pytest_run_parallel' 2>/dev/null; then
     "$py" -m pip install -q pytest pytest-run-parallel setuptools >&2
+fi
+if ! "$py" -c 'import numpy' 2>/dev/null; then
+    "$py" -m pip install -q --only-binary=numpy numpy >&2 \
+        || echo "build_ft_python: no free-threaded numpy wheel; the numpy tests will skip" >&2
 fi
 echo "$py"
