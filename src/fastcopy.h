@@ -166,6 +166,25 @@ fc_dict_getref(PyObject *d, PyObject *key, PyObject **res)
 #endif
 }
 
+/* d.get(name) on an exact dict, name a C string, strong.
+   1 found (*res new ref) | 0 missing | -1+exc (making the key may fail) */
+FC_INLINE int
+fc_dict_getref_str(PyObject *d, const char *name, PyObject **res)
+{
+#if FC_PY313_PLUS
+    return PyDict_GetItemStringRef(d, name, res);
+#else
+    PyObject *k = PyUnicode_FromString(name);
+    if (k == NULL) {
+        *res = NULL;
+        return -1;
+    }
+    int r = fc_dict_getref(d, k, res);
+    Py_DECREF(k);
+    return r;
+#endif
+}
+
 /* A code object's bytecode as bytes.  new ref | NULL+exc */
 FC_INLINE PyObject *
 fc_code_bytes(PyCodeObject *co)

@@ -475,23 +475,29 @@ fc_refresh(FcState *st)
     const char *names[] = FC_COPY_NAMES;
     PyObject **slots[] = FC_COPY_SLOTS(st);
     for (int i = 0; i < FC_COPY_NNAMES; i++) {
-        v = PyDict_GetItemString(g, names[i]);
+        /* strong, and a failure is the caller's (a MemoryError making the
+           key must not leave the old table in place unnoticed) */
+        if (fc_dict_getref_str(g, names[i], &v) < 0) {
+            return -1;
+        }
 #if FC_FT
         /* another thread's copy may be reading the old table, borrowed */
         if (v != NULL && v != *slots[i]) {
             if (*slots[i] != NULL) {
-                if (st->retired == NULL && (st->retired = PyList_New(0)) == NULL) {
-                    return -1;
-                }
-                if (PyList_Append(st->retired, *slots[i]) < 0) {
+                if ((st->retired == NULL && (st->retired = PyList_New(0)) == NULL)
+                    || PyList_Append(st->retired, *slots[i]) < 0) {
+                    Py_DECREF(v);
                     return -1;
                 }
             }
-            Py_XSETREF(*slots[i], Py_NewRef(v));
+            Py_XSETREF(*slots[i], v);
+        }
+        else {
+            Py_XDECREF(v);
         }
 #else
         if (v != NULL) {
-            Py_XSETREF(*slots[i], Py_NewRef(v));
+            Py_XSETREF(*slots[i], v);
         }
 #endif
     }
