@@ -6,7 +6,11 @@
 #      roads at the releases .ci/run pins (attrs, pydantic, scikit-learn);
 #   2. the C core built in place with FASTCOPY_WERROR=1 (warnings are errors);
 #   3. the interpreter's own Lib/test/test_copy.py with fastcopy patched in;
-#   4. the whole suite.
+#   4. the whole suite;
+#   5. a manylinux wheel (scripts/wheel_test.sh: pip wheel, auditwheel repair, a fresh venv, the
+#      smoke subset from a copy of tests/).  Built against Debian unstable's glibc, it is tagged
+#      manylinux_2_34 (pthread's symbols moved into libc in 2.34); the wheels published for users
+#      come from cibuildwheel's manylinux_2_28 image (.github/workflows/release.yml).
 # torch is not installed there: the one torch wheel this machine has is CPython 3.11's, and any
 # other torch from the index is a CUDA build of several GB; its tests skip, saying so.
 #
@@ -32,7 +36,8 @@ for v in "${versions[@]}"; do
         FASTCOPY_REQUIRE_CORE=1 python tests/test_stdlib_test_copy.py >/tmp/test_copy.log 2>&1 \
             || { cat /tmp/test_copy.log; exit 1; }
         tail -n 3 /tmp/test_copy.log
-        python -m pytest -q -p no:cacheprovider tests' "$v"; then
+        python -m pytest -q -p no:cacheprovider tests
+        FASTCOPY_WHEEL_FULL=none bash scripts/wheel_test.sh "$(command -v python)"' "$v"; then
         echo "!!! CPython $v failed"
         fails=$((fails + 1))
     fi

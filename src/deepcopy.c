@@ -461,7 +461,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
  * while it is prefilled (it is demoted before anything shows it).
  *
  * The table layout is the interpreter's private one, the same on
- * 3.11-3.13 (Include/internal/pycore_dict.h: the keys object's header,
+ * 3.11-3.15 (Include/internal/pycore_dict.h: the keys object's header,
  * the indices -- 1 << dk_log2_index_bytes bytes -- then the entries,
  * {key, value} for str-only tables and {hash, key, value} otherwise).  It
  * is checked at import on dicts made for the purpose (fc_dict_slots_probe:
@@ -469,7 +469,8 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
  * the entry holds the key and the value it replaces, that the table is
  * y's alone and that tracking needs no change (else PyDict_SetItem).
  * 3.10's layout differs, and free-threaded builds lock dicts: both keep
- * PyDict_SetItem, as does 3.14+.
+ * PyDict_SetItem (pyver.h, FC_DICT_SLOT_LAYOUT).  3.14+ have no version
+ * tag to leave unmoved; a prefilled y is never watched.
  */
 #define FC_DICT_SLOTS FC_DICT_SLOT_LAYOUT
 

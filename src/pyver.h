@@ -74,11 +74,13 @@
  *                         so plan.c's fc_code_same ignores it (Enum's
  *                         __deepcopy__ has it, fastcopy._reference's twin not)
  *
- *   FC_DICT_SLOT_LAYOUT   3.11-3.13, GIL builds: the keys object's layout
+ *   FC_DICT_SLOT_LAYOUT   3.11-3.15, GIL builds: the keys object's layout
  *                         (header, indices, then {key, value} or {hash, key,
- *                         value} entries) that deepcopy.c writes prefilled
- *                         values into ("Values put in place"), checked at
- *                         import besides; 3.10 and 3.14+ differ
+ *                         value} entries) that deepcopy.c reads and writes
+ *                         prefilled values into ("Values put in place"),
+ *                         checked at import besides; struct _dictkeysobject
+ *                         is 3.13.5's, field for field, in 3.14.10's and
+ *                         3.15.2's internal headers; 3.10's differs
  *   FC_SET_FILL_ORDER     3.10-3.13: set_add_key's probe order, which
  *                         deepcopy.c replays to fill a set's copy directly
  *                         (tests/test_values.py compares the tables)
@@ -149,7 +151,7 @@
 #  define FC_PROVEN_MISS 1
 #endif
 #define FC_HAVE_DICT_VERSION (!FC_PY314_PLUS)
-#define FC_DICT_SLOT_LAYOUT (!FC_PYVER_FT && FC_PY311_PLUS && !FC_PY314_PLUS)
+#define FC_DICT_SLOT_LAYOUT (!FC_PYVER_FT && FC_PY311_PLUS && PY_VERSION_HEX < 0x03100000)
 #define FC_SET_FILL_ORDER (!FC_PY314_PLUS)
 #define FC_INLINE_ATTRS_ORDER (FC_PY313_PLUS && !FC_PY314_PLUS)
 #define FC_UNIQUE_API FC_PY314_PLUS

@@ -25,18 +25,37 @@
 #include "watch.h"
 
 #if !FC_HAVE_DICT_VERSION
-/* one counter for the process, as fc_watch_counter; never 0 */
+/* A stamp's counter: one for the process per kind (as plan.c's
+   fc_watch_counter), never 0, moved by its watcher's callback on every
+   event of every dict it watches (another thread's too, on free-threaded
+   builds). */
+FC_INLINE int
+fc_stamp_bump(uint64_t *counter)
+{
+#if FC_FT
+    _Py_atomic_add_uint64(counter, 1);
+#else
+    (*counter)++;
+#endif
+    return 0;
+}
+
+FC_INLINE uint64_t
+fc_stamp_read(uint64_t *counter)
+{
+#if FC_FT
+    return _Py_atomic_load_uint64_relaxed(counter);
+#else
+    return *counter;
+#endif
+}
+
 static uint64_t fc_names_counter = 1;
 
 static int
 fc_names_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *new_value)
 {
-#if FC_FT
-    _Py_atomic_add_uint64(&fc_names_counter, 1);
-#else
-    fc_names_counter++;
-#endif
-    return 0;
+    return fc_stamp_bump(&fc_names_counter);
 }
 
 #if FC_PREFILL
@@ -47,23 +66,14 @@ static uint64_t fc_src_counter = 1;
 static int
 fc_src_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *new_value)
 {
-#if FC_FT
-    _Py_atomic_add_uint64(&fc_src_counter, 1);
-#else
-    fc_src_counter++;
-#endif
-    return 0;
+    return fc_stamp_bump(&fc_src_counter);
 }
 
 FC_INTERNAL_INLINE uint64_t
 fc_src_stamp(FcState *st)
 {
     (void)st;
-#if FC_FT
-    return _Py_atomic_load_uint64_relaxed(&fc_src_counter);
-#else
-    return fc_src_counter;
-#endif
+    return fc_stamp_read(&fc_src_counter);
 }
 
 FC_INTERNAL_INLINE int
@@ -96,14 +106,13 @@ static uint64_t fc_mirror_counter = 1;
 static int
 fc_mirror_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *new_value)
 {
-    fc_mirror_counter++;
-    return 0;
+    return fc_stamp_bump(&fc_mirror_counter);
 }
 
 FC_INTERNAL_INLINE uint64_t
 fc_mirror_stamp(void)
 {
-    return fc_mirror_counter;
+    return fc_stamp_read(&fc_mirror_counter);
 }
 
 FC_INTERNAL int
@@ -129,17 +138,12 @@ fc_mirror_unwatch(int wid, PyObject *d)
 FC_INTERNAL_INLINE uint64_t
 fc_names_stamp(FcState *st, PyObject *d)
 {
-#if FC_HAVE_DICT_VERSION
     (void)st;
+#if FC_HAVE_DICT_VERSION
     return fc_dict_version(d);
 #else
-    (void)st;
     (void)d;
-#  if FC_FT
-    return _Py_atomic_load_uint64_relaxed(&fc_names_counter);
-#  else
-    return fc_names_counter;
-#  endif
+    return fc_stamp_read(&fc_names_counter);
 #endif
 }
 

@@ -500,7 +500,7 @@ def test_prefilled_values_put_in_place():
     import fastcopy
     from fastcopy import _fastcopy
     info = _fastcopy._sysinfo
-    expect = ((3, 11) <= sys.version_info[:2] <= (3, 13)
+    expect = ((3, 11) <= sys.version_info[:2] <= (3, 15)
               and not sysconfig.get_config_var("Py_GIL_DISABLED"))
     assert info()["dict_slots_ok"] == int(expect)
     sparse = {"k%d" % i: [i] for i in range(60)}
