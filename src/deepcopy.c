@@ -1065,7 +1065,8 @@ static int
 fc_frozendict_finish(FcCtx *c, FcFrame *f, PyObject **out)
 {
     PyObject *hit, *y;
-    int r = fc_memo_getitem(c, f->x, f->u.dict.since, &hit);
+    /* (0: a plain lookup; no miss of x was remembered when it began) */
+    int r = fc_memo_getitem(c, f->x, 0, &hit);
     if (r < 0) {
         return -1;
     }

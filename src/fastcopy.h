@@ -604,7 +604,6 @@ typedef struct {
             PyObject *key, *val;
             Py_ssize_t done;      /* entries fully copied into y */
             uint64_t ver;         /* prefill: x's version tag when checked */
-            Py_ssize_t since;     /* frozen: fc_memo_getitem's, as a tuple's */
         } dict;
         struct { Py_ssize_t i, since; } tuple;   /* since: fc_memo_getitem */
         struct { FcRecon *r; } recon;
