@@ -212,25 +212,57 @@ fc_code_fingerprint(PyObject *code, uint64_t *fp)
     return 0;
 }
 
-/* Does code have the fingerprint fps[k] listed for this CPython?  1 | 0 */
+/* A table row: the fingerprints of one release's code (a hook, or a pair
+   of hooks) on CPython 3.minor.  variant: which of the library's verified
+   variants that code is (0, left out of a row: the newest; the roads read
+   it where older releases do their steps in another order or read other
+   globals). */
 typedef struct {
     int minor;
     uint64_t fp[3];
+    int variant;
 } FcKnownCode;
 
+/* The variant as which fps[k] lists code's fingerprint for this CPython.
+   variant | -1 (not listed) */
 static int
-fc_code_known(PyObject *code, const FcKnownCode *known, size_t n, int k)
+fc_code_variant(PyObject *code, const FcKnownCode *known, size_t n, int k)
 {
     uint64_t fp;
     if (code == NULL || fc_code_fingerprint(code, &fp) < 0) {
-        return 0;
+        return -1;
     }
     for (size_t i = 0; i < n; i++) {
         if (known[i].minor == PY_MINOR_VERSION && known[i].fp[k] == fp) {
-            return 1;
+            return known[i].variant;
         }
     }
-    return 0;
+    return -1;
+}
+
+/* The variant of the first row for this CPython that lists both codes, in
+   columns 0 and 1 (a pair of hooks of one release).  variant | -1 */
+static int
+fc_code_pair_variant(PyObject *c0, PyObject *c1, const FcKnownCode *known, size_t n)
+{
+    uint64_t f0, f1;
+    if (c0 == NULL || c1 == NULL || fc_code_fingerprint(c0, &f0) < 0
+        || fc_code_fingerprint(c1, &f1) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (known[i].minor == PY_MINOR_VERSION && known[i].fp[0] == f0 && known[i].fp[1] == f1) {
+            return known[i].variant;
+        }
+    }
+    return -1;
+}
+
+/* Does code have the fingerprint fps[k] listed for this CPython?  1 | 0 */
+static int
+fc_code_known(PyObject *code, const FcKnownCode *known, size_t n, int k)
+{
+    return fc_code_variant(code, known, n, k) >= 0;
 }
 
 #define FC_NKNOWN(t) (sizeof(t) / sizeof((t)[0]))
@@ -586,6 +618,15 @@ fc_dc_setstate(FcState *st, PyObject *y, PyObject *state)
  * The field names and the hash flag are read from the closure cells on
  * every copy.  The tuple branch (states pickled by attrs before 22.2) is
  * left to the Python hook: the walker's own states are dicts.
+ * Three variants, each read (scripts/hook_fingerprints.py --releases
+ * groups the releases):
+ *   0  24.1 to 26.1: the text above;
+ *   1  23.1, 23.2: the same steps, the globals named _obj_setattr and
+ *      _hash_cache_field;
+ *   2  22.2: as 1, without the tuple branch (a dict state never takes it,
+ *      and the builtins it reads are still checked: a shadowed one only
+ *      sends copies down the Python road).
+ * 22.1 and earlier return a tuple state: not listed.
  */
 
 static const char *const fc_at_bnames[FC_AT_NBUILTINS] = {
@@ -593,14 +634,26 @@ static const char *const fc_at_bnames[FC_AT_NBUILTINS] = {
 };
 
 /* slots_getstate, slots_setstate of the attrs releases read (the text
-   above): 26.1.0 */
+   above): 24.1.0-26.1.0 (variant 0), 23.1.0-23.2.0 (1), 22.2.0 (2) */
 static const FcKnownCode fc_at_known[] = {
     {10, {0x8f08f3260897e629ull, 0xa5769c89f3eb34d5ull}},
+    {10, {0xc95117064069b14full, 0xe71da47ecb41c550ull}, 1},    /* 23.1.0-23.2.0 */
+    {10, {0xc95117064069b14full, 0x0f011f91b4da7de2ull}, 2},    /* 22.2.0 */
     {11, {0x7663da8a37b99c47ull, 0x14068ea50b9a22d5ull}},
+    {11, {0x163fe3bf0884119dull, 0x979e052d317a55fcull}, 1},    /* 23.1.0-23.2.0 */
+    {11, {0x163fe3bf0884119dull, 0xfe74799d5f23ae57ull}, 2},    /* 22.2.0 */
     {12, {0xc32ba3297ee9150bull, 0xa9238bca70222dcfull}},
+    {12, {0xf93648b62f453da8ull, 0xb75855f5ad8a105eull}, 1},    /* 23.1.0-23.2.0 */
+    {12, {0xf93648b62f453da8ull, 0x96053cbdb3c2dfc0ull}, 2},    /* 22.2.0 */
     {13, {0x63192ff6adc24040ull, 0x9b2ed61f3f67edc2ull}},
+    {13, {0xbde348b6711a107bull, 0x75579bddbebb1d8full}, 1},    /* 23.1.0-23.2.0 */
+    {13, {0xbde348b6711a107bull, 0x63ae93064b473283ull}, 2},    /* 22.2.0 */
     {14, {0xf40ca0b59c2863a8ull, 0xf264495caa3b57daull}},
+    {14, {0x69f53c02a0c22bb3ull, 0x4c78107f8c24b1b3ull}, 1},    /* 23.1.0-23.2.0 */
+    {14, {0x69f53c02a0c22bb3ull, 0x21c9fbea698ca901ull}, 2},    /* 22.2.0 */
     {15, {0xed1e9182d976efaaull, 0x974d3f9109df9a22ull}},
+    {15, {0x89bd6adbb8e27945ull, 0xf6077493db0cfbb3ull}, 1},    /* 23.1.0-23.2.0 */
+    {15, {0x89bd6adbb8e27945ull, 0x1a9300cdef405b1cull}, 2},    /* 22.2.0 */
 };
 
 /* Is v the builtin function `name` of the builtins module? */
@@ -633,8 +686,8 @@ fc_at_names_ok(FcState *st)
     if (fc_names_stamp(st, g) == h->at_ver[0] && fc_names_stamp(st, b) == h->at_ver[1]) {
         return 1;
     }
-    PyObject *hf = fc_dget(g, "_HASH_CACHE_FIELD");
-    if (fc_dget(g, "_OBJ_SETATTR") != h->at_objsetattr || hf == NULL
+    PyObject *hf = fc_dget(g, h->at_gnames[1]);
+    if (fc_dget(g, h->at_gnames[0]) != h->at_objsetattr || hf == NULL
         || !PyUnicode_CheckExact(hf) || PyUnicode_Compare(hf, h->at_hashfield) != 0
         || !fc_builtins_ok(g, b, fc_at_bnames, FC_AT_NBUILTINS)) {
         PyErr_Clear();
@@ -678,10 +731,8 @@ fc_at_capture(FcState *st)
     }
     h->at_checked = -1;
     PyObject *g = PyModule_GetDict(mod);
-    PyObject *cb = fc_dget(g, "_ClassBuilder"), *osa = fc_dget(g, "_OBJ_SETATTR");
-    PyObject *hf = fc_dget(g, "_HASH_CACHE_FIELD");
-    if (cb == NULL || !PyType_Check(cb) || osa == NULL || hf == NULL
-        || !PyUnicode_CheckExact(hf) || !PyDict_CheckExact(g)) {
+    PyObject *cb = fc_dget(g, "_ClassBuilder");
+    if (cb == NULL || !PyType_Check(cb) || !PyDict_CheckExact(g)) {
         return 0;
     }
     /* object.__setattr__, the slot wrapper in object's own dict */
@@ -722,9 +773,16 @@ fc_at_capture(FcState *st)
             }
         }
     }
-    if (codes[0] == NULL || codes[1] == NULL
-        || !fc_code_known(codes[0], fc_at_known, FC_NKNOWN(fc_at_known), 0)
-        || !fc_code_known(codes[1], fc_at_known, FC_NKNOWN(fc_at_known), 1)) {
+    int variant = fc_code_pair_variant(codes[0], codes[1], fc_at_known, FC_NKNOWN(fc_at_known));
+    if (variant < 0) {
+        return 0;
+    }
+    /* the globals setstate reads, by the names its variant gives them */
+    static const char *const gnames[2][2] = {{"_OBJ_SETATTR", "_HASH_CACHE_FIELD"},
+                                             {"_obj_setattr", "_hash_cache_field"}};
+    const char *const *gn = gnames[variant == 0 ? 0 : 1];
+    PyObject *osa = fc_dget(g, gn[0]), *hf = fc_dget(g, gn[1]);
+    if (osa == NULL || hf == NULL || !PyUnicode_CheckExact(hf)) {
         return 0;
     }
     int n0 = fc_freevar_index(codes[0], "state_attr_names");
@@ -743,6 +801,8 @@ fc_at_capture(FcState *st)
     h->at_builtins = Py_NewRef(b);
     h->at_objsetattr = Py_NewRef(real);
     h->at_hashfield = Py_NewRef(hf);
+    h->at_gnames[0] = gn[0];
+    h->at_gnames[1] = gn[1];
     h->at_ver[0] = h->at_ver[1] = 0;
     h->at_checked = 1;
     return 1;
@@ -920,20 +980,41 @@ done:
  * The walker runs these steps itself (deepcopy.c, fc_deep_pydantic):
  * deepcopy and copy are the copy module's (the stdlib's code or fastcopy's
  * patch of it), _object_setattr is object.__setattr__, and the three
- * attributes are BaseModel's slots.  Earlier releases (no memo store
- * before the fields are copied) and RootModel's own hook have other
- * fingerprints and take the Python road.
+ * attributes are BaseModel's slots.  The variants (FC_PD_V*), each read:
+ *   FC_PD_V14  2.14: the text above;
+ *   FC_PD_V7   2.7 to 2.13: no `if memo is None` and no memo store: the
+ *              fields are copied while memo holds nothing for self (a
+ *              reference back to the model copies it again, recursing as
+ *              the stdlib does), and deepcopy() stores memo[id(self)] = m
+ *              after the hook returns, then keeps self alive;
+ *   FC_PD_V5   2.5, 2.6: as FC_PD_V7, with `if self.__pydantic_private__
+ *              is None` for the hasattr() test: an unset private slot is
+ *              read once through the model's __getattr__ (its error is
+ *              the hook's), then again for .items().
+ * RootModel's own hook is below.
  */
 
 /* BaseModel.__deepcopy__ of the pydantic releases read (the text above):
-   2.14.4 */
+   2.14.4 (FC_PD_V14), 2.7.4-2.13.4 (FC_PD_V7), 2.5.3-2.6.4 (FC_PD_V5) */
 static const FcKnownCode fc_pd_known[] = {
     {10, {0xa98153b9c0c9a701ull}},
+    {10, {0x77f304855c3fb529ull}, FC_PD_V7},      /* 2.7.4-2.13.4 */
+    {10, {0xaf2bec760dfb607dull}, FC_PD_V5},      /* 2.5.3-2.6.4 */
     {11, {0xf66de9fe6f6fc9daull}},
+    {11, {0xa71605344e6f187dull}, FC_PD_V7},      /* 2.7.4-2.13.4 */
+    {11, {0xfe8b95530a30e66bull}, FC_PD_V5},      /* 2.5.3-2.6.4 */
     {12, {0x9f3945c090ab045bull}},
+    {12, {0x4cbbf173dd94819full}, FC_PD_V7},      /* 2.7.4-2.13.4 */
+    {12, {0xe8272ee4aab3eac1ull}, FC_PD_V5},      /* 2.5.3-2.6.4 */
     {13, {0x2aa88b4b0254ad28ull}},
+    {13, {0x3f84cfcef3d597eeull}, FC_PD_V7},      /* 2.7.4-2.13.4 */
+    {13, {0x85167af0f1510a65ull}, FC_PD_V5},      /* 2.5.3-2.6.4 */
     {14, {0x41d3e64d0c484dc8ull}},
+    {14, {0x0690bd4628ce4ce4ull}, FC_PD_V7},      /* 2.7.4-2.13.4 */
+    {14, {0x361b55f29e0b5061ull}, FC_PD_V5},      /* 2.5.3-2.6.4 */
     {15, {0x198cd557f7e18d78ull}},
+    {15, {0x689300b830b4e10eull}, FC_PD_V7},      /* 2.7.4-2.13.4 */
+    {15, {0xa14a42cffef66805ull}, FC_PD_V5},      /* 2.5.3-2.6.4 */
 };
 
 static const char *const fc_pd_bnames[3] = {"hasattr", "type", "id"};
@@ -950,10 +1031,10 @@ fc_pd_copy_names_ok(FcHooksState *h, PyObject *g)
 /* clsname.__deepcopy__ in a pydantic module's globals g, if it is the
    function both of pydantic's hooks are: g's own, with real builtins, no
    closure nor keyword defaults, the one default None, and a code from
-   `known`.  borrowed | NULL (an error may be set) */
+   `known` (*variant: its row's).  borrowed | NULL (an error may be set) */
 static PyFunctionObject *
 fc_pd_hook_fn(FcState *st, PyObject *g, const char *clsname, const FcKnownCode *known,
-              size_t nknown)
+              size_t nknown, int *variant)
 {
     PyObject *cls = PyDict_CheckExact(g) ? fc_dget(g, clsname) : NULL;
     if (cls == NULL || !PyType_Check(cls)) {
@@ -968,7 +1049,7 @@ fc_pd_hook_fn(FcState *st, PyObject *g, const char *clsname, const FcKnownCode *
     if (fn->func_globals != g || b == NULL || !PyDict_CheckExact(b) || fn->func_closure != NULL
         || fn->func_kwdefaults != NULL || defs == NULL || !PyTuple_CheckExact(defs)
         || PyTuple_GET_SIZE(defs) != 1 || PyTuple_GET_ITEM(defs, 0) != Py_None
-        || !fc_code_known(fn->func_code, known, nknown, 0)) {
+        || (*variant = fc_code_variant(fn->func_code, known, nknown, 0)) < 0) {
         return NULL;
     }
     return fn;
@@ -1032,8 +1113,9 @@ fc_pd_capture(FcState *st)
     }
     h->pd_checked = -1;
     PyObject *und = fc_dget(g, "PydanticUndefined");
+    int variant = 0;
     PyFunctionObject *fn = und == NULL ? NULL
-        : fc_pd_hook_fn(st, g, "BaseModel", fc_pd_known, FC_NKNOWN(fc_pd_known));
+        : fc_pd_hook_fn(st, g, "BaseModel", fc_pd_known, FC_NKNOWN(fc_pd_known), &variant);
     if (fn == NULL) {
         PyErr_Clear();
         return 0;
@@ -1068,6 +1150,7 @@ fc_pd_capture(FcState *st)
         h->pd_codes[i] = Py_NewRef(codes[i]);
     }
     h->pd_ver[0] = h->pd_ver[1] = 0;
+    h->pd_variant = variant;
     h->pd_checked = 1;
     return 1;
 }
@@ -1090,14 +1173,23 @@ fc_pd_captured(FcState *st)
  *         return m
  * The first steps of BaseModel's; the walker stops after the fields set
  * (RootModel's extra and private are class attributes it never sets).
+ * 2.5 to 2.13 (FC_PD_V7): the same without `if memo is None` and the memo
+ * store, as BaseModel's FC_PD_V7.  Captured only with BaseModel's hook,
+ * whose checks of deepcopy, copy and _object_setattr it shares.
  */
 static const FcKnownCode fc_pr_known[] = {
     {10, {0x4d2c92b31f5c01ddull}},
+    {10, {0x8ca45626e7e70607ull}, FC_PD_V7},      /* 2.5.3-2.13.4 */
     {11, {0x2ca23cfad9a25933ull}},
+    {11, {0xe740187499b3b705ull}, FC_PD_V7},      /* 2.5.3-2.13.4 */
     {12, {0x575031fa6cf58e8eull}},
+    {12, {0x11230d3612273634ull}, FC_PD_V7},      /* 2.5.3-2.13.4 */
     {13, {0x9c418a7f185d7b0aull}},
+    {13, {0xcc8874109e6a4fa6ull}, FC_PD_V7},      /* 2.5.3-2.13.4 */
     {14, {0x8fd5308e17d71cf9ull}},
+    {14, {0x7ddb94a933ad8daeull}, FC_PD_V7},      /* 2.5.3-2.13.4 */
     {15, {0x6f26dbbb2fe07d97ull}},
+    {15, {0xc94cadd2e40bedd6ull}, FC_PD_V7},      /* 2.5.3-2.13.4 */
 };
 
 static const char *const fc_pr_bnames[2] = {"type", "id"};
@@ -1141,7 +1233,9 @@ fc_pr_capture(FcState *st)
     }
     h->pr_checked = -1;
     PyObject *g = PyModule_GetDict(mod);
-    PyFunctionObject *fn = fc_pd_hook_fn(st, g, "RootModel", fc_pr_known, FC_NKNOWN(fc_pr_known));
+    int variant = 0;
+    PyFunctionObject *fn = fc_pd_hook_fn(st, g, "RootModel", fc_pr_known, FC_NKNOWN(fc_pr_known),
+                                         &variant);
     if (fn == NULL || (PyObject *)fn == h->pd_deepcopy) {
         PyErr_Clear();
         return 0;
@@ -1152,6 +1246,7 @@ fc_pr_capture(FcState *st)
     h->pr_globals = Py_NewRef(g);
     h->pr_builtins = Py_NewRef(b);
     h->pr_ver[0] = h->pr_ver[1] = 0;
+    h->pr_variant = variant;
     h->pr_checked = 1;
     return 1;
 }
@@ -1259,14 +1354,25 @@ fc_pd_shape_ok(FcState *st, PyTypeObject *tp, int hook)
  *         return m
  * Their globals and builtins are among those the __deepcopy__ hooks read
  * (fc_pd_names_ok, fc_pr_names_ok), which are checked for them too.
+ * BaseModel's is that from 2.7 to 2.14; 2.5 and 2.6's (variant 1 in
+ * column 0) test `self.__pydantic_private__ is None` without hasattr(), as
+ * their __deepcopy__ does (FC_PD_V5).  RootModel's is that in 2.13 and
+ * 2.14; 2.5 to 2.12's (variant 1 in column 1) set copy(self.__dict__)
+ * without copying the root again.
  */
 static const FcKnownCode fc_pc_known[] = {
     {10, {0x3e78a1197fd06bc7ull, 0xda41e081cb5e507bull}},
+    {10, {0xca559624cab291d5ull, 0xb6f1cd8b3f44ab57ull}, 1},    /* 2.5.3-2.6.4, 2.5.3-2.12.5 */
     {11, {0x2b78f8e6693bfb7bull, 0xd56fe2c7b6f684b4ull}},
+    {11, {0x920f738271f9294eull, 0xaba5169ba22c23d4ull}, 1},    /* 2.5.3-2.6.4, 2.5.3-2.12.5 */
     {12, {0x9d941ba8c706accfull, 0x0a59350595024064ull}},
+    {12, {0xbaf613ee983b871dull, 0x8b93ff4c5e1f5f89ull}, 1},    /* 2.5.3-2.6.4, 2.5.3-2.12.5 */
     {13, {0x0653c07f3ee8cd45ull, 0xaf18aae8bdf77a96ull}},
+    {13, {0x15c1ac3e1269fb66ull, 0xb9d2a834e1745857ull}, 1},    /* 2.5.3-2.6.4, 2.5.3-2.12.5 */
     {14, {0x57ccd0dbb97a50caull, 0x387f58d19161c32eull}},
+    {14, {0x4ec7a789d737d6c9ull, 0xd3d8d818063fa92cull}, 1},    /* 2.5.3-2.6.4, 2.5.3-2.12.5 */
     {15, {0x6449946d74f68367ull, 0xa58765ff77a7b454ull}},
+    {15, {0xa88888c9b0dfb3b3ull, 0x910109f79d9c4cb0ull}, 1},    /* 2.5.3-2.6.4, 2.5.3-2.12.5 */
 };
 
 /* Capture BaseModel's (k 0) or RootModel's (k 1) __copy__, once their
@@ -1292,9 +1398,10 @@ fc_pc_capture(FcState *st, int k)
         return 0;
     }
     PyFunctionObject *fn = (PyFunctionObject *)f;
+    int variant;
     if (fn->func_globals != g || fn->func_builtins != ((PyFunctionObject *)dc)->func_builtins
         || fn->func_closure != NULL || fn->func_kwdefaults != NULL || fn->func_defaults != NULL
-        || !fc_code_known(fn->func_code, fc_pc_known, FC_NKNOWN(fc_pc_known), k)) {
+        || (variant = fc_code_variant(fn->func_code, fc_pc_known, FC_NKNOWN(fc_pc_known), k)) < 0) {
         return 0;
     }
     if (h->s_root == NULL && (h->s_root = PyUnicode_InternFromString("root")) == NULL) {
@@ -1302,6 +1409,7 @@ fc_pc_capture(FcState *st, int k)
         h->pc_checked[k] = 0;
         return 0;
     }
+    h->pc_variant[k] = variant;
     h->pc_copy[k] = Py_NewRef(f);
     h->pc_code[k] = Py_NewRef(fn->func_code);
     h->pc_checked[k] = 1;
@@ -1389,6 +1497,7 @@ fc_plan_pydantic_copy(FcState *st, PyTypeObject *tp)
  */
 
 static const FcKnownCode fc_sk_known[] = {
+    {10, {0xde32e0b53eb0409full, 0x2c579d7b8af120f4ull}},    /* 1.3.2-1.9.1 (1.7 the last for 3.10) */
     {11, {0xd0ce15872fd071cfull, 0x1e2e58078da93b94ull}},    /* 1.9.1 */
     {12, {0x2571ace2f45fc70full, 0x1f9eaff2b673fc8full}},    /* 1.9.1 */
     {13, {0x358a49fd23cda3d9ull, 0x17a73c33668681fdull}},    /* 1.9.1 */
@@ -1830,4 +1939,57 @@ fc_hooks_clear(FcHooksState *h)
     Py_CLEAR(h->s_slots);
     Py_CLEAR(h->s_slotnames);
     h->sk_checked = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The tables, for scripts/hook_fingerprints.py and the tests          */
+/* ------------------------------------------------------------------ */
+
+static int
+fc_known_add(PyObject *out, const char *name, const FcKnownCode *known, size_t n, int cols)
+{
+    PyObject *rows = PyList_New(0);
+    if (rows == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (known[i].minor != PY_MINOR_VERSION) {
+            continue;
+        }
+        PyObject *row = cols == 1 ? Py_BuildValue("(i(K))", known[i].variant,
+                                                  (unsigned long long)known[i].fp[0])
+                        : cols == 2 ? Py_BuildValue("(i(KK))", known[i].variant,
+                                                    (unsigned long long)known[i].fp[0],
+                                                    (unsigned long long)known[i].fp[1])
+                        : Py_BuildValue("(i(KKK))", known[i].variant,
+                                        (unsigned long long)known[i].fp[0],
+                                        (unsigned long long)known[i].fp[1],
+                                        (unsigned long long)known[i].fp[2]);
+        if (row == NULL || PyList_Append(rows, row) < 0) {
+            Py_XDECREF(row);
+            Py_DECREF(rows);
+            return -1;
+        }
+        Py_DECREF(row);
+    }
+    int r = PyDict_SetItemString(out, name, rows);
+    Py_DECREF(rows);
+    return r;
+}
+
+FC_INTERNAL PyObject *
+fc_known_fingerprints(void)
+{
+    PyObject *out = PyDict_New();
+    if (out == NULL
+        || fc_known_add(out, "dc", fc_dc_known, FC_NKNOWN(fc_dc_known), 3) < 0
+        || fc_known_add(out, "at", fc_at_known, FC_NKNOWN(fc_at_known), 2) < 0
+        || fc_known_add(out, "pd", fc_pd_known, FC_NKNOWN(fc_pd_known), 1) < 0
+        || fc_known_add(out, "pr", fc_pr_known, FC_NKNOWN(fc_pr_known), 1) < 0
+        || fc_known_add(out, "pc", fc_pc_known, FC_NKNOWN(fc_pc_known), 2) < 0
+        || fc_known_add(out, "sk", fc_sk_known, FC_NKNOWN(fc_sk_known), 2) < 0) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    return out;
 }

@@ -22,6 +22,12 @@ enum { FH_DATACLASS = 1, FH_ATTRS = 2, FH_PYDANTIC = 3,
        FH_SKLEARN_OTHER = 5,     /* ... of a module outside sklearn */
        FH_PYDROOT = 6 };         /* pydantic's RootModel.__deepcopy__ */
 
+/* pydantic's __deepcopy__ variants (hooks.c, "pydantic v2"): 2.14 stores
+   memo[id(self)] = m before copying the fields; 2.7-2.13 (and RootModel's
+   2.5-2.13) leave the store to deepcopy() after the hook; 2.5-2.6 read
+   __pydantic_private__ without hasattr() first. */
+enum { FC_PD_V14 = 0, FC_PD_V7 = 1, FC_PD_V5 = 2 };
+
 /* pydantic's BaseModel slots the deepcopy hook writes (FcHooksState.s_pd). */
 enum { FC_PD_EXTRA = 0, FC_PD_FSET, FC_PD_PRIVATE, FC_PD_NSLOTS };
 
@@ -52,10 +58,13 @@ typedef struct {
     uint64_t at_ver[2];
     PyObject *at_objsetattr;       /* object.__setattr__, as _OBJ_SETATTR */
     PyObject *at_hashfield;        /* _HASH_CACHE_FIELD as verified */
+    const char *at_gnames[2];      /* those two globals' names in the
+                                      captured variant (hooks.c) */
 
     /* pydantic v2's BaseModel.__deepcopy__, a released variant whose code
        fingerprint is known (hooks.c) */
     int pd_checked;                /* 0 not yet, 1 verified, -1 not available */
+    int pd_variant;                /* FC_PD_V14 | FC_PD_V7 | FC_PD_V5 */
     PyObject *pd_deepcopy;         /* the function, strong */
     PyObject *pd_code;             /* its code when verified */
     PyObject *pd_globals, *pd_builtins;     /* pydantic.main's dicts, strong */
@@ -69,12 +78,16 @@ typedef struct {
     /* RootModel.__deepcopy__ (pydantic.root_model), captured once
        BaseModel's is: its deepcopy and copy must be pd_g[0] and pd_g[1] */
     int pr_checked;                /* 0 not yet, 1 verified, -1 not available */
+    int pr_variant;                /* FC_PD_V14 | FC_PD_V7 (2.5-2.13) */
     PyObject *pr_deepcopy, *pr_code;
     PyObject *pr_globals, *pr_builtins;     /* pydantic.root_model's dicts */
     uint64_t pr_ver[2];
     /* BaseModel.__copy__ [0] and RootModel.__copy__ [1], captured with
        their __deepcopy__ (the globals they read are a subset of those) */
     int pc_checked[2];             /* 0 not yet, 1 verified, -1 not available */
+    int pc_variant[2];             /* 0 | 1: BaseModel's private read once
+                                      (2.5-2.6) / RootModel's root not
+                                      copied (2.5-2.12) */
     PyObject *pc_copy[2], *pc_code[2];
     PyObject *s_root;              /* "root" */
 
@@ -119,6 +132,10 @@ FC_INTERNAL int fc_pc_ok(FcState *st, int hook);
    "Code fingerprints"); also the test function _code_fingerprint.
    0 (*fp set) | -1: a constant it cannot read (no exception) */
 FC_INTERNAL int fc_code_fingerprint(PyObject *code, uint64_t *fp);
+/* The tables' rows for this CPython, for the test function
+   _known_fingerprints: {"dc": [(variant, (fp, ...)), ...], "at": ...,
+   "pd", "pr", "pc", "sk"}.  new ref | NULL+exc */
+FC_INTERNAL PyObject *fc_known_fingerprints(void);
 
 /* The state's references: visit / release (module.c). */
 FC_INTERNAL int fc_hooks_traverse(FcHooksState *h, visitproc visit, void *arg);

@@ -61,6 +61,18 @@ fc_py_code_fingerprint(PyObject *module, PyObject *f)
     return PyLong_FromUnsignedLongLong(fp);
 }
 
+PyDoc_STRVAR(fc_known_fingerprints_doc,
+"_known_fingerprints()\n--\n\n"
+"Tests and scripts/hook_fingerprints.py: the fingerprints src/hooks.c lists\n"
+"for this CPython, by table: {'pd': [(variant, (fp, ...)), ...], ...}.");
+
+static PyObject *
+fc_py_known_fingerprints(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    return fc_known_fingerprints();
+}
+
 PyDoc_STRVAR(fc_replicate_road_doc,
 "_replicate_road(walk=None)\n--\n\n"
 "Tests only: with walk True, replicate() records no tape and makes its\n"
@@ -103,6 +115,7 @@ fc_py_replicate_road(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef fc_testing_methods[] = {
     {"_code_fingerprint", fc_py_code_fingerprint, METH_O, fc_code_fingerprint_doc},
+    {"_known_fingerprints", fc_py_known_fingerprints, METH_NOARGS, fc_known_fingerprints_doc},
     {"_defer_stats", fc_py_defer_stats, METH_NOARGS, fc_defer_stats_doc},
     {"_fake_cuda", fc_py_fake_cuda, METH_VARARGS, fc_fake_cuda_doc},
     {"_replicate_road", (PyCFunction)(void (*)(void))fc_py_replicate_road, METH_FASTCALL,
