@@ -128,8 +128,8 @@ fc_copy_pydantic(FcState *st, PyObject *x, int hook)
     if (d2 == NULL) {
         goto fail;
     }
-    if (hook == FH_PYDROOT) {
-        /* new_dict['root'] = copy(self.__dict__['root']) */
+    if (hook == FH_PYDROOT && h->pc_variant[1] == 0) {
+        /* new_dict['root'] = copy(self.__dict__['root']) (2.13 and later) */
         if ((d = PyObject_GenericGetDict(x, NULL)) == NULL) {
             goto fail;
         }
@@ -166,7 +166,7 @@ fc_copy_pydantic(FcState *st, PyObject *x, int hook)
     }
     if (hook == FH_PYDANTIC) {
         PyObject *priv;
-        if (fc_pd_private(NULL, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
+        if (fc_pd_private(NULL, x, h->s_pd[FC_PD_PRIVATE], h->pc_variant[0] == 1, &priv) < 0) {
             goto fail;
         }
         if (priv == NULL) {

@@ -96,6 +96,7 @@ struct FcRecon {
     int fresh;              /* y made by object.__new__ with the memo native */
     int hook;               /* FP_STATEHOOK: whose state (FH_*), applied
                                natively while y's hook is still it (hooks.c) */
+    int variant;            /* R_PYD: the hook's variant (FC_PD_V*) */
     /* R_SLOTS (fc_deep_slots): sl holds sl_cap names, then as many values,
        then as many copies (strong; the first sl_n of each used, copies made
        up to sl_i); sl_pos: the slot dict's entry place in the native memo,
@@ -1319,9 +1320,10 @@ fc_pd_get(FcCtx *c, PyObject *x, PyObject *name)
 }
 
 /* `not hasattr(x, name) or x.name is None`, else x.name: *val NULL for the
-   first.  0 | -1+exc */
+   first; oneread (pydantic 2.5, 2.6): `x.name is None` alone, an error of
+   that read raised.  0 | -1+exc */
 FC_INTERNAL int
-fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
+fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, int oneread, PyObject **val)
 {
     *val = NULL;
     PyObject *d = _PyType_Lookup(Py_TYPE(x), name);
@@ -1348,6 +1350,21 @@ fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val)
         return -1;
     }
     PyObject *v = PyObject_GetAttr(x, name);
+    if (oneread) {
+        /* `x.name is None`, then `x.name.items()` reads it again */
+        if (v != NULL && v != Py_None) {
+            Py_SETREF(v, PyObject_GetAttr(x, name));
+            if (v != NULL) {
+                *val = v;
+                return fc_pd_after(c);
+            }
+        }
+        if (v == NULL) {
+            return -1;
+        }
+        Py_DECREF(v);
+        return fc_pd_after(c);
+    }
     if (v == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
             return -1;
@@ -1498,7 +1515,8 @@ fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             return rc < 0 ? -1 : 0;
         }
         PyObject *priv;
-        if (rc < 0 || fc_pd_private(c, x, h->s_pd[FC_PD_PRIVATE], &priv) < 0) {
+        if (rc < 0 || fc_pd_private(c, x, h->s_pd[FC_PD_PRIVATE], r->variant == FC_PD_V5,
+                                    &priv) < 0) {
             return -1;
         }
         if (priv == NULL) {
@@ -1601,6 +1619,15 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             res = NULL;
             if (rc != 0) {
                 return rc;          /* 1: the next part to copy; -1: error */
+            }
+            if (r->variant != FC_PD_V14) {
+                /* the hook stored nothing: deepcopy()'s own store and
+                   keep-alive, after it */
+                if (fc_memo_finish(c, f->x, f->y) < 0) {
+                    return -1;
+                }
+                *out = Py_NewRef(f->y);
+                return 0;
             }
             goto done;
         }
@@ -1955,11 +1982,22 @@ fc_push_made(FcCtx *c, PyObject *x, PyObject *part)
    memo[id(self)] = m, then its parts copied with the same memo and set on
    m as it sets them (fc_pyd_resume).  Its getattr(x, '__deepcopy__') must
    find the class's hook: an instance dict entry of that name shadows it.
+   A variant that stores nothing in the memo (FC_PD_V7, FC_PD_V5) makes m
+   without the store; deepcopy()'s store follows the hook's last step, and
+   a model met again meanwhile is copied again, a recursion that ends in
+   RecursionError as the stdlib's does.
    FC_PUSHED | NULL+exc | NULL, no exc: the generic road (nothing done) */
 static PyObject *
 fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
 {
     if (!fc_pd_ok(c->st, hook)) {
+        return NULL;
+    }
+    FcHooksState *h = &c->st->hooks;
+    int variant = hook == FH_PYDANTIC ? h->pd_variant : h->pr_variant;
+    if (variant != FC_PD_V14 && c->hook_depth >= Py_GetRecursionLimit()) {
+        PyErr_SetString(PyExc_RecursionError,
+                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
         return NULL;
     }
     PyObject *d = PyObject_GenericGetDict(x, NULL);
@@ -1971,12 +2009,31 @@ fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
         Py_DECREF(d);
         return NULL;
     }
-    PyObject *res = fc_push_made(c, x, d);
+    PyObject *res;
+    if (variant == FC_PD_V14) {
+        res = fc_push_made(c, x, d);
+    }
+    else {
+        PyTypeObject *tp = Py_TYPE(x);
+        PyObject *y = tp->tp_new(tp, c->st->empty_tuple, NULL);
+        if (y == NULL || fc_untrack(c, y) < 0) {
+            Py_XDECREF(y);
+            Py_DECREF(d);
+            return NULL;
+        }
+        res = fc_push_recon(c, x, NULL, NULL, d, NULL, NULL, y);
+        Py_DECREF(y);
+    }
     if (res == FC_PUSHED) {
         FcFrame *f = &c->frames[c->nframes - 1];
         f->phase = R_PYD;
         f->u.recon.r->hook = hook;
+        f->u.recon.r->variant = variant;
         f->u.recon.r->i = 0;
+        if (variant != FC_PD_V14) {
+            f->hooked = 1;
+            c->hook_depth++;
+        }
     }
     return res;
 }

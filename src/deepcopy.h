@@ -54,11 +54,13 @@ FC_INTERNAL int fc_dict_slots_probe(FcState *st);
    copy.c's copy.copy of a model; c NULL: no call is running).
    getattr(x, name), a set slot read without user code: new ref | NULL+exc.
    private: `not hasattr(x, name) or x.name is None`, else x.name in *val
-   (NULL for the first): 0 | -1+exc.
+   (NULL for the first; oneread: `x.name is None` alone, pydantic 2.5 and
+   2.6): 0 | -1+exc.
    private_dict: {k: v for k, v in priv.items() if v is not undefined}:
    new ref | NULL+exc. */
 FC_INTERNAL PyObject *fc_pd_get(FcCtx *c, PyObject *x, PyObject *name);
-FC_INTERNAL int fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, PyObject **val);
+FC_INTERNAL int fc_pd_private(FcCtx *c, PyObject *x, PyObject *name, int oneread,
+                              PyObject **val);
 FC_INTERNAL PyObject *fc_pd_private_dict(FcCtx *c, PyObject *priv, PyObject *undefined);
 /* PyDict_Next(d, ppos, pk, pv), reading the table directly where its
    layout is the one checked at import.  Borrowed *pk, *pv.  1 | 0 at the
