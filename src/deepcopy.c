@@ -1959,15 +1959,40 @@ fail:
     return NULL;
 }
 
+/* Frames whose objects can lead back to themselves without the memo
+   stopping them (a reduce that runs user code, a pydantic hook that stores
+   nothing in the memo) count towards the recursion limit: a chain of them
+   recursing forever must end in RecursionError as in the stdlib, not grow
+   without bound.  check: 0 | -1+RecursionError before pushing one;
+   hooked: count the frame just pushed (fc_pop uncounts it). */
+static int
+fc_hook_depth_check(FcCtx *c)
+{
+    if (c->hook_depth >= Py_GetRecursionLimit()) {
+        PyErr_SetString(PyExc_RecursionError,
+                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
+        return -1;
+    }
+    return 0;
+}
+
+FC_INLINE void
+fc_hooked(FcCtx *c)
+{
+    c->frames[c->nframes - 1].hooked = 1;
+    c->hook_depth++;
+}
+
 /* `y = cls.__new__(cls); memo[id(x)] = y` (object.__new__, checked by the
-   plan), then a reconstruct frame for x and y holding `part` (stolen: the
-   state, or what the frame's phase copies first).  FC_PUSHED | NULL+exc */
+   plan; store 0: without the memo store), then a reconstruct frame for x
+   and y holding `part` (stolen: the state, or what the frame's phase
+   copies first).  FC_PUSHED | NULL+exc */
 static PyObject *
-fc_push_made(FcCtx *c, PyObject *x, PyObject *part)
+fc_push_made(FcCtx *c, PyObject *x, PyObject *part, int store)
 {
     PyTypeObject *tp = Py_TYPE(x);
     PyObject *y = tp->tp_new(tp, c->st->empty_tuple, NULL);
-    if (y == NULL || fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
+    if (y == NULL || fc_untrack(c, y) < 0 || (store && fc_memo_store(c, x, y) < 0)) {
         Py_XDECREF(y);
         Py_DECREF(part);
         return NULL;
@@ -1995,9 +2020,7 @@ fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
     }
     FcHooksState *h = &c->st->hooks;
     int variant = hook == FH_PYDANTIC ? h->pd_variant : h->pr_variant;
-    if (variant != FC_PD_V14 && c->hook_depth >= Py_GetRecursionLimit()) {
-        PyErr_SetString(PyExc_RecursionError,
-                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
+    if (variant != FC_PD_V14 && fc_hook_depth_check(c) < 0) {
         return NULL;
     }
     PyObject *d = PyObject_GenericGetDict(x, NULL);
@@ -2009,21 +2032,7 @@ fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
         Py_DECREF(d);
         return NULL;
     }
-    PyObject *res;
-    if (variant == FC_PD_V14) {
-        res = fc_push_made(c, x, d);
-    }
-    else {
-        PyTypeObject *tp = Py_TYPE(x);
-        PyObject *y = tp->tp_new(tp, c->st->empty_tuple, NULL);
-        if (y == NULL || fc_untrack(c, y) < 0) {
-            Py_XDECREF(y);
-            Py_DECREF(d);
-            return NULL;
-        }
-        res = fc_push_recon(c, x, NULL, NULL, d, NULL, NULL, y);
-        Py_DECREF(y);
-    }
+    PyObject *res = fc_push_made(c, x, d, variant == FC_PD_V14);
     if (res == FC_PUSHED) {
         FcFrame *f = &c->frames[c->nframes - 1];
         f->phase = R_PYD;
@@ -2031,8 +2040,7 @@ fc_deep_pydantic(FcCtx *c, PyObject *x, int hook)
         f->u.recon.r->variant = variant;
         f->u.recon.r->i = 0;
         if (variant != FC_PD_V14) {
-            f->hooked = 1;
-            c->hook_depth++;
+            fc_hooked(c);
         }
     }
     return res;
@@ -2086,7 +2094,7 @@ fc_deep_statehook(FcCtx *c, PyObject *x, FcPlan *p)
         Py_DECREF(state);
         return NULL;
     }
-    PyObject *res = fc_push_made(c, x, state);
+    PyObject *res = fc_push_made(c, x, state, 1);
     if (res == FC_PUSHED) {
         FcRecon *rc = c->frames[c->nframes - 1].u.recon.r;
         rc->ptype = tp;
@@ -2807,12 +2815,9 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         goto finish;
     }
     /* this object's copy runs user code (its reduce, its func, maybe
-       __setstate__); a chain of such objects recursing through them must
-       end in RecursionError as in the stdlib, not grow without bound */
-    if (c->hook_depth >= Py_GetRecursionLimit()) {
+       __setstate__) */
+    if (fc_hook_depth_check(c) < 0) {
         Py_DECREF(rv);
-        PyErr_SetString(PyExc_RecursionError,
-                        "maximum recursion depth exceeded" FC_RECURSION_WHERE);
         return NULL;
     }
     PyObject *res = fc_push_recon(c, x, fc_rv_item(rv, 0),
@@ -2821,8 +2826,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
                                   fc_rv_item(rv, 4), NULL);
     Py_DECREF(rv);
     if (res == FC_PUSHED) {
-        c->frames[c->nframes - 1].hooked = 1;
-        c->hook_depth++;
+        fc_hooked(c);
     }
     return res;
 
