@@ -11,6 +11,7 @@ unlisted hook is a skip, with the same words: a user's older or newer release is
 """
 import copy
 import os
+import sys
 import sysconfig
 
 import pytest
@@ -45,7 +46,6 @@ def _verdict(lib, version, hooks):
     missing = _unlisted(hooks)
     if not missing:
         return
-    import sys
     msg = ("%s %s on CPython %d.%d: hook code not listed in src/hooks.c, so it takes the Python "
            "road: %s.  Read the new code (python scripts/hook_fingerprints.py --releases "
            "%s==%s groups it with the releases it equals), and list it only if the native road "
@@ -60,7 +60,6 @@ def _verdict(lib, version, hooks):
 
 def test_dataclasses_hooks_listed():
     import dataclasses
-    import sys
     _verdict("dataclasses", "%d.%d" % sys.version_info[:2], [
         ("_dataclass_getstate", dataclasses._dataclass_getstate, "dc", 0),
         ("_dataclass_setstate", dataclasses._dataclass_setstate, "dc", 1),

@@ -743,6 +743,59 @@ def test_pydantic_models_met_again_through_their_dict():
 
 
 @needs_pydantic
+def test_pydantic_hook_mid_copy_writes_the_memo_and_frees_the_source():
+    """A field's own __deepcopy__, run while its model is being copied, copies the model again
+    through the memo, then stores a sentinel under the model's id, empties the model's last
+    field and replaces it (freeing the list): the memo and results as the stdlib's, whether the
+    model's hook stored itself first (2.14) or leaves the store to deepcopy() after it
+    (2.5-2.13, which then overwrites the hook's entries), in a child process."""
+    code = '''
+import copy, sys
+sys.path.insert(0, %r)
+import pydantic, fastcopy
+from shape import Case, assert_equivalent, both_memo_modes
+
+class Meddler:
+    def __init__(self, holder):
+        self.holder = holder
+    def __deepcopy__(self, memo):
+        m = self.holder.pop()
+        again = copy.deepcopy(m, memo)
+        memo[id(m)] = "sentinel"
+        src = object.__getattribute__(m, "__dict__")
+        src["tail"].clear()
+        src["tail"] = ["new"]       # the old list freed; the dict's size unchanged
+        return ("meddled", again is m, type(again).__name__)
+
+class M(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    head: list
+    hook: object = None
+    tail: list = []
+
+class R(pydantic.RootModel[list]):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+
+def build():
+    holder = []
+    m = M(head=[1, [2]], tail=[[3], [4]])
+    m.hook = Meddler(holder)
+    holder.append(m)
+    holder2 = []
+    r = R([[5], None])
+    r.root[1] = Meddler(holder2)
+    holder2.append(r)
+    return [m, r], []
+
+for sc in both_memo_modes(build):
+    assert_equivalent(sc)
+print("ok")
+''' % __import__("os").path.dirname(__import__("os").path.abspath(__file__))
+    proc = shape.run_python(code)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr
+
+
+@needs_pydantic
 def test_pydantic_private_values_met_again():
     """__pydantic_private__ is copied as a fresh dict each time: a private value that is the model
     itself recurses without end in 2.5-2.13 (RecursionError, as the stdlib's); through a list it
