@@ -25,6 +25,7 @@ scripts/hook_table.sh runs --releases with every CPython here (3.14 and 3.15 in 
 prints the markdown.  The extension must be built in place for the running interpreter.
 """
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -71,10 +72,15 @@ CACHE = os.environ.get("FASTCOPY_HOOK_WHEELS") or os.path.join(
 MINOR = sys.version_info[1]
 
 
+@functools.lru_cache(maxsize=None)
+def _tables():
+    return core._known_fingerprints()
+
+
 def known(table, col, fp):
     """The variant src/hooks.c lists fp as (0 the newest), for this CPython and that table's
     column, or None."""
-    for variant, fps in core._known_fingerprints().get(table, ()):
+    for variant, fps in _tables().get(table, ()):
         if col < len(fps) and fps[col] == fp:
             return variant
     return None
@@ -174,20 +180,9 @@ def requires_python(zf):
 
 
 def supports(spec, minor):
-    """Does Requires-Python `spec` admit 3.minor?  (The few forms these libraries use.)"""
-    ok = True
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        for op in (">=", "<=", "!=", "==", ">", "<", "~="):
-            if part.startswith(op):
-                ver = part[len(op):].strip().rstrip(".*")
-                nums = [int(x) for x in ver.split(".")[:2] if x.isdigit()]
-                want = tuple(nums + [0] * (2 - len(nums)))
-                have = (3, minor)
-                ok = ok and {">=": have >= want, ">": have > want, "<=": have <= want,
-                             "<": have < want, "==": have == want, "!=": have != want,
-                             "~=": have >= want}[op]
-                break
-    return ok
+    """Does Requires-Python `spec` admit 3.minor?  (packaging comes with pytest and pip.)"""
+    from packaging.specifiers import SpecifierSet
+    return SpecifierSet(spec).contains("3.%d" % minor)
 
 
 def find_code(code, path):
