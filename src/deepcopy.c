@@ -563,19 +563,25 @@ fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
    is the one checked at import (~50 instructions less an entry).
    Borrowed *pk, *pv.  1 | 0 at the end */
 FC_INTERNAL_INLINE int
-fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
+fc_dict_next_st(FcState *st, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
 {
 #if FC_DICT_SLOTS
-    if (FC_LIKELY(c->st->dict_slots_ok)) {
+    if (FC_LIKELY(st->dict_slots_ok)) {
         int r = fc_dict_next_raw(d, ppos, pk, pv);
         if (r >= 0) {
             return r;
         }
     }
 #else
-    (void)c;
+    (void)st;
 #endif
     return PyDict_Next(d, ppos, pk, pv);
+}
+
+FC_INTERNAL_INLINE int
+fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
+{
+    return fc_dict_next_st(c->st, d, ppos, pk, pv);
 }
 
 /* y[key] = value in the prefilled copy y, where entry ix (cloned from x's
@@ -583,10 +589,10 @@ fc_dict_next(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **
    y's entry for it.  1 done (a new reference taken) | 0 not so, nothing
    changed: use PyDict_SetItem */
 FC_INTERNAL_INLINE int
-fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *value)
+fc_dict_put_at_st(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *value)
 {
 #if FC_DICT_SLOTS
-    if (!c->st->dict_slots_ok) {
+    if (!st->dict_slots_ok) {
         return 0;
     }
     PyObject **slot = fc_dict_value_at(y, ix, key);
@@ -600,14 +606,20 @@ fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *va
         return 0;
     }
     PyObject *old = *slot;
-    c->st->test.dict_puts++;
+    st->test.dict_puts++;
     *slot = Py_NewRef(value);
     Py_DECREF(old);   /* x holds it still (else x moved: demoted first) */
     return 1;
 #else
-    (void)c; (void)y; (void)ix; (void)key; (void)value;
+    (void)st; (void)y; (void)ix; (void)key; (void)value;
     return 0;
 #endif
+}
+
+FC_INTERNAL_INLINE int
+fc_dict_put_at(FcCtx *c, PyObject *y, Py_ssize_t ix, PyObject *key, PyObject *value)
+{
+    return fc_dict_put_at_st(c->st, y, ix, key, value);
 }
 
 /* y[key] = value for a dict frame's copy: in place while it is prefilled
@@ -3412,6 +3424,249 @@ fc_stack_check(void)
 #endif
 
 /* ------------------------------------------------------------------ */
+/* Small trees                                                         */
+/* ------------------------------------------------------------------ */
+/*
+ * Most deepcopy() calls copy something small: a config, a message, a JSON
+ * document, an RL step -- a few exact dicts and lists of atoms.  For them
+ * the walker's fixed costs (a context, a memo made and cleared, a frame per
+ * container, the memo entries and keep-alives) are most of the call.  A
+ * call whose memo is fresh (memo=None) and whose x is such a tree is copied
+ * by a plain recursion instead, with no memo at all:
+ *
+ *   - every container is an exact dict (combined table, keys of the quiet
+ *     kinds, which are atomic), list or tuple whose stdlib copier is still
+ *     the original (FcState.deep_ok); every other object is atomic.  A
+ *     tuple of atoms is itself, as _deepcopy_tuple returns it;
+ *   - every container but x has a reference count of exactly 1: the slot
+ *     of its parent, which is read once.  So nothing is met twice, and
+ *     there is no cycle (x met again inside itself counts 2): the memo
+ *     would never be hit, and the copy has the stdlib's shape.  (Counted
+ *     references: GIL builds, as the memo's proven misses -- pyver.h,
+ *     FC_PROVEN_MISS.  An immortal's count is never 1.)
+ *   - no user code can run: no hook, no key with a __hash__ of its own,
+ *     and no collection inside an allocation -- 3.12+ collect only at the
+ *     eval breaker, and on 3.10/3.11 the collector is held off for the
+ *     call (a collection postponed to the next allocation is unobservable,
+ *     as in fc_dict_copy_ver).  So the memo could never be shown to anyone
+ *     either, and the source cannot change while it is read;
+ *   - at most FC_SMALL_NODES containers of at most FC_SMALL_WIDTH items,
+ *     FC_SMALL_DEPTH deep (the recursion's C stack stays a few KiB).
+ *
+ * fc_small_scan reads the tree first and allocates nothing, so a tree that
+ * does not qualify costs only that read (a few instructions an item, up to
+ * the first thing that disqualifies it) before the walker takes it from
+ * the top; fc_small_copy then copies what was read, with nothing run in
+ * between.  A dict is x.copy() (its key table cloned) with only its
+ * container values put back, in place where the table layout allows
+ * (fc_dict_put_at).
+ */
+#if FC_PROVEN_MISS
+#define FC_SMALL 1
+#define FC_SMALL_NODES 1024
+#define FC_SMALL_WIDTH 256
+#define FC_SMALL_DEPTH 32
+/* fc_small_run's "not a small tree": no error, nothing made */
+#define FC_SMALL_NO ((PyObject *)(uintptr_t)2)
+#define FC_SMALL_KINDS (FK_BIT(FK_DICT) | FK_BIT(FK_LIST) | FK_BIT(FK_TUPLE))
+
+FC_INLINE int
+fc_small_atomic(FcState *st, PyObject *v)
+{
+    return (FK_BIT(fc_kind(Py_TYPE(v))) & FC_DEEP_ATOMIC & st->deep_ok) != 0;
+}
+
+/* Is every item of tuple x atomic?  1 | 0 */
+static int
+fc_small_tuple_atomic(FcState *st, PyObject *x)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++) {
+        if (!fc_small_atomic(st, PyTuple_GET_ITEM(x, i))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int fc_small_scan(FcState *st, PyObject *x, int depth, int *budget);
+
+/* Does a container's non-atomic child v keep the tree small?  It must be
+   referenced by its parent's slot alone -- but a tuple of atoms is itself,
+   wherever else it is held.  1 | 0 */
+FC_INLINE int
+fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget)
+{
+    if (Py_REFCNT(v) != 1) {
+        return PyTuple_CheckExact(v) && fc_small_tuple_atomic(st, v);
+    }
+    return fc_small_scan(st, v, depth - 1, budget);
+}
+
+/* Is x (a container) the root of a small tree?  Reads only.  1 | 0 */
+static int
+fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    if (depth <= 0 || --*budget < 0) {
+        return 0;
+    }
+    if (tp == &PyDict_Type) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        if (PyDict_GET_SIZE(x) > FC_SMALL_WIDTH || ((PyDictObject *)x)->ma_values != NULL) {
+            return 0;
+        }
+        while (fc_dict_next_st(st, x, &pos, &k, &v)) {
+            if (!(FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & FC_DEEP_ATOMIC & st->deep_ok)
+                || (!fc_small_atomic(st, v) && !fc_small_scan_child(st, v, depth, budget))) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    if (tp == &PyList_Type || tp == &PyTuple_Type) {
+        Py_ssize_t n = Py_SIZE(x);
+        PyObject **items = tp == &PyList_Type ? ((PyListObject *)x)->ob_item
+                                              : ((PyTupleObject *)x)->ob_item;
+        if (n > FC_SMALL_WIDTH) {
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = items[i];
+            if (!fc_small_atomic(st, v) && !fc_small_scan_child(st, v, depth, budget)) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *fc_small_copy(FcState *st, PyObject *x);
+
+/* The copy of a scanned container's child.  new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_small_child(FcState *st, PyObject *v)
+{
+    if (fc_small_atomic(st, v)) {
+        return Py_NewRef(v);
+    }
+    return fc_small_copy(st, v);
+}
+
+/* The copy of a container fc_small_scan accepted, nothing having run since.
+   new ref | NULL+exc */
+static PyObject *
+fc_small_copy(FcState *st, PyObject *x)
+{
+    PyTypeObject *tp = Py_TYPE(x);
+    if (tp == &PyDict_Type) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        PyObject *y = fc_dict_copy(x);
+        if (y == NULL) {
+            return NULL;
+        }
+        while (fc_dict_next_st(st, x, &pos, &k, &v)) {
+            if (fc_small_atomic(st, v)) {
+                continue;
+            }
+            PyObject *w = fc_small_copy(st, v);
+            if (w == NULL) {
+                Py_DECREF(y);
+                return NULL;
+            }
+            /* the key is quiet: PyDict_SetItem runs no user code */
+            if (w != v && !fc_dict_put_at_st(st, y, pos - 1, k, w)
+                && PyDict_SetItem(y, k, w) < 0) {
+                Py_DECREF(w);
+                Py_DECREF(y);
+                return NULL;
+            }
+            Py_DECREF(w);
+        }
+        return y;
+    }
+    if (tp == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(x);
+        PyObject *y = PyList_New(n);
+        if (y == NULL) {
+            return NULL;
+        }
+        if (PyList_GET_SIZE(x) != n) {
+            /* cannot happen (nothing runs here), but costs nothing to know */
+            Py_DECREF(y);
+            PyErr_SetString(PyExc_RuntimeError, "list changed size during copy");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *w = fc_small_child(st, PyList_GET_ITEM(x, i));
+            if (w == NULL) {
+                Py_DECREF(y);   /* the items not filled are NULL */
+                return NULL;
+            }
+            PyList_SET_ITEM(y, i, w);
+        }
+        return y;
+    }
+    /* a tuple */
+    if (fc_small_tuple_atomic(st, x)) {
+        return Py_NewRef(x);   /* _deepcopy_tuple: every item is itself */
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    PyObject *y = PyTuple_New(n);
+    if (y == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = fc_small_child(st, PyTuple_GET_ITEM(x, i));
+        if (w == NULL) {
+            Py_DECREF(y);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(y, i, w);
+    }
+    return y;   /* an item is a new container: not every item is itself */
+}
+
+/* deepcopy(x) with a fresh memo, x an exact dict or list, as a small tree
+   if it is one.  new ref | FC_SMALL_NO | NULL+exc */
+static PyObject *
+fc_small_run(FcState *st, PyObject *x)
+{
+    if ((st->deep_ok & FC_SMALL_KINDS) != FC_SMALL_KINDS) {
+        return FC_SMALL_NO;
+    }
+#if FC_ATOMIC_FIRST
+    if (!st->deep_atomic_std) {
+        return FC_SMALL_NO;    /* a user's _atomic_types: asked per type */
+    }
+#endif
+    int budget = FC_SMALL_NODES;
+    if (!fc_small_scan(st, x, FC_SMALL_DEPTH, &budget)) {
+        return FC_SMALL_NO;
+    }
+    /* the scan allocated nothing: no collection can have run since */
+    if (Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
+        return NULL;
+    }
+#if FC_GC_ANY_ALLOC
+    int was = PyGC_Disable();
+#endif
+    PyObject *y = fc_small_copy(st, x);
+#if FC_GC_ANY_ALLOC
+    if (was) {
+        PyGC_Enable();
+    }
+#endif
+    Py_LeaveRecursiveCall();
+    return y;
+}
+#else
+#define FC_SMALL 0
+#endif
+
+/* ------------------------------------------------------------------ */
 /* Entry                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -3533,6 +3788,16 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
             return Py_NewRef(v != NULL && v != nil ? v : x);
         }
     }
+#if FC_SMALL
+    if ((memo == NULL || memo == Py_None) && share == NULL && pc == NULL && tape == NULL
+        && (Py_TYPE(x) == &PyDict_Type || Py_TYPE(x) == &PyList_Type)) {
+        /* a fresh memo, and x may be a small tree ("Small trees") */
+        PyObject *y = fc_small_run(st, x);
+        if (y != FC_SMALL_NO) {
+            return y;
+        }
+    }
+#endif
     Py_ssize_t memo_start = 0;
     FcCtx c;
     fc_ctx_init(&c, st);

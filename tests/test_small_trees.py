@@ -1,0 +1,209 @@
+"""The small-tree road (deepcopy.c, "Small trees"): a deepcopy(x) with a fresh memo of a
+small tree of exact dicts, lists and tuples of atoms is copied by a plain recursion, with no
+memo.  Each case is compared with the stdlib through shape.assert_equivalent, right at the
+edges where the road must step aside: a container met twice, a cycle, a tuple shared or
+not, keys that are not quiet, a subclass, an instance's split __dict__, too deep, too wide,
+too many containers, a dispatch table or atomic set edited at run time, and a hook.
+"""
+import copy
+import gc
+import sys
+
+import pytest
+
+from shape import Case, assert_equivalent, fastcopy_module, run_python
+
+
+def _native(build):
+    def scenario(impl):
+        x = build()
+        return Case(x, lambda: impl.deepcopy(x))
+    return scenario
+
+
+def _chain(depth):
+    node = {"leaf": [depth]}
+    for i in range(depth):
+        node = {"level": i, "child": node}
+    return node
+
+
+class Key(str):
+    """A str subclass key: its __hash__ is not the interpreter's own."""
+
+    def __hash__(self):
+        return str.__hash__(self)
+
+
+def _shapes():
+    shared = [1, 2]
+    tup = (3, 4)
+    cyc = {"a": [1]}
+    cyc["self"] = cyc
+    lst = [1]
+    lst.append(lst)
+
+    class Obj:
+        pass
+    o = Obj()
+    o.a, o.b = [1], {"c": 2}
+    sub = type("D", (dict,), {})(a=[1])
+    return {
+        "pyperf_a": lambda: {"list": [1, 2, 3, 43], "t": (1, 2, 3), "str": "hello",
+                             "subdict": {"a": True}},
+        "atoms_only": lambda: {"a": 1, "b": "x", "c": None, "d": 1.5, "e": b"b", "f": True},
+        "empty": lambda: {},
+        "empty_list": lambda: [],
+        "list_root": lambda: [{"a": [1]}, [2, (3, [4])], (5, 6)],
+        "tuple_changes": lambda: {"t": (1, [2]), "u": ((1, 2), [3])},
+        "tuple_shared_atoms": lambda: {"t": tup, "u": tup, "v": [tup, tup]},
+        "list_shared": lambda: {"a": shared, "b": shared},
+        "list_shared_outside": lambda: {"a": shared},
+        "dict_shared": lambda: (lambda d: {"a": d, "b": [d]})({"k": [1]}),
+        "tuple_holding_shared": lambda: {"t": (shared, shared)},
+        "tuple_shared_mutable": lambda: (lambda t: {"a": t, "b": t})((1, [2])),
+        "cycle": lambda: cyc,
+        "list_cycle": lambda: lst,
+        "int_keys": lambda: {1: [1], 2.5: {"x": 1}, None: (1,), b"k": [2], (1, 2): [3]},
+        "loud_key": lambda: {Key("k"): [1], "j": [2]},
+        "subclass_value": lambda: {"d": sub},
+        "instance_dict": lambda: o.__dict__,
+        "object_leaf": lambda: {"o": o, "l": [1]},
+        "set_leaf": lambda: {"s": {1, 2}, "l": [1]},
+        "deep_chain": lambda: _chain(40),
+        "deeper_chain": lambda: _chain(300),
+        "wide": lambda: {"k%d" % i: [i] for i in range(300)},
+        "wide_list": lambda: [[i] for i in range(300)],
+        "many_nodes": lambda: [{"a": [i], "b": {"c": i}} for i in range(200)],
+        "deleted_entries": lambda: (lambda d: ([d.pop("k%d" % i) for i in range(5)], d)[1])(
+            {"k%d" % i: [i] for i in range(10)}),
+        "json_config": lambda: {"version": 3, "services": {
+            "svc-%d" % i: {"name": "s%d" % i, "port": 8000 + i, "tags": ["a", "b"],
+                           "limits": {"cpu": 0.5, "memory": 256}} for i in range(30)}},
+    }
+
+
+_SHAPES = _shapes()
+
+
+@pytest.mark.parametrize("name", sorted(_SHAPES))
+def test_against_stdlib(name):
+    assert_equivalent(_native(_SHAPES[name]))
+
+
+@pytest.mark.parametrize("name", ["pyperf_a", "list_root", "deleted_entries"])
+def test_with_a_memo(name):
+    """A caller's memo: the walker's road, the memo filled as the stdlib fills it."""
+    build = _SHAPES[name]
+
+    def scenario(impl):
+        x, memo = build(), {}
+        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo)
+    assert_equivalent(scenario)
+
+
+def test_copies_are_new_and_sources_untouched():
+    fc = fastcopy_module()
+    if fc is None:
+        pytest.skip("fastcopy core not built")
+    x = _SHAPES["pyperf_a"]()
+    y = fc.deepcopy(x)
+    assert y == x and y is not x
+    assert y["list"] is not x["list"] and y["subdict"] is not x["subdict"]
+    assert y["t"] is x["t"]
+    assert sys.getrefcount(x["list"]) == sys.getrefcount(y["list"])
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collector_state_kept(enabled):
+    """3.10/3.11 hold the collector off for the copy: its state is as the caller left it."""
+    fc = fastcopy_module()
+    if fc is None:
+        pytest.skip("fastcopy core not built")
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        fc.deepcopy({"a": [1], "b": {"c": (1, [2])}})
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_tracking_as_the_stdlib():
+    """A copy is tracked by the collector exactly when the stdlib's is."""
+    fc = fastcopy_module()
+    if fc is None:
+        pytest.skip("fastcopy core not built")
+    for x in ({"a": [1], "b": {"c": 1}}, [[1], {"k": 2}], {"t": (1, [2])}):
+        gc.collect()
+        a, b = copy.deepcopy(x), fc.deepcopy(x)
+        for p, q in ((a, b),) + tuple(zip(a.values(), b.values()) if isinstance(a, dict)
+                                       else zip(a, b)):
+            assert gc.is_tracked(p) == gc.is_tracked(q), (x, p)
+
+
+def test_dispatch_edits_honoured():
+    """An edited _deepcopy_dispatch (or 3.14's _atomic_types) turns the road off for the
+    kinds it names: the user's copier runs, as in the stdlib."""
+    code = r"""
+import copy, sys
+sys.path.insert(0, %(root)r)
+import fastcopy
+calls = []
+orig = copy._deepcopy_dispatch[list]
+def mine(x, memo, deepcopy=copy.deepcopy):
+    calls.append(len(x))
+    return orig(x, memo, deepcopy)
+copy._deepcopy_dispatch[list] = mine
+x = {"a": [1, 2], "b": {"c": [3]}}
+fastcopy.deepcopy(x); n_fast = len(calls)
+del calls[:]
+copy.deepcopy(x); n_std = len(calls)
+assert n_fast == n_std == 2, (n_fast, n_std)
+copy._deepcopy_dispatch[list] = orig
+if sys.version_info >= (3, 14) and isinstance(copy._atomic_types, set):
+    copy._atomic_types.discard(int)
+    big = 10 ** 30
+    y, z = fastcopy.deepcopy({"a": [big]}), copy.deepcopy({"a": [big]})
+    assert y == z and (y["a"][0] is big) == (z["a"][0] is big), (y, z)
+print("OK")
+"""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = run_python(code % {"root": root})
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out
+
+
+def test_recursion_limit_as_the_walker():
+    """At the recursion limit a small tree raises RecursionError as any deepcopy() call
+    does (the road enters one level, as the walker's call)."""
+    fc = fastcopy_module()
+    if fc is None:
+        pytest.skip("fastcopy core not built")
+
+    def at_limit(n):
+        if n == 0:
+            return fc.deepcopy({"a": [1]})
+        return at_limit(n - 1)
+    with pytest.raises(RecursionError):
+        at_limit(sys.getrecursionlimit() + 10)
+    assert at_limit(10) == {"a": [1]}
+
+
+def test_no_leak():
+    fc = fastcopy_module()
+    if fc is None:
+        pytest.skip("fastcopy core not built")
+    x = _SHAPES["json_config"]()
+    for _ in range(100):
+        fc.deepcopy(x)
+    gc.collect()
+    before = sys.gettotalrefcount() if hasattr(sys, "gettotalrefcount") else None
+    blocks = sys.getallocatedblocks()
+    for _ in range(2000):
+        fc.deepcopy(x)
+        fc.deepcopy(_SHAPES["pyperf_a"]())
+    gc.collect()
+    assert sys.getallocatedblocks() - blocks < 200
+    if before is not None:
+        assert sys.gettotalrefcount() - before < 100
