@@ -162,10 +162,14 @@ copy.deepcopy(x); n_std = len(calls)
 assert n_fast == n_std == 2, (n_fast, n_std)
 copy._deepcopy_dispatch[list] = orig
 if sys.version_info >= (3, 14) and isinstance(copy._atomic_types, set):
+    # int then goes through its reduce value (which recurses without end in both)
     copy._atomic_types.discard(int)
-    big = 10 ** 30
-    y, z = fastcopy.deepcopy({"a": [big]}), copy.deepcopy({"a": [big]})
-    assert y == z and (y["a"][0] is big) == (z["a"][0] is big), (y, z)
+    def outcome(impl):
+        try:
+            return ("ok", impl.deepcopy({"a": [10 ** 30]}))
+        except Exception as e:
+            return (type(e).__name__,)
+    assert outcome(fastcopy) == outcome(copy), (outcome(fastcopy), outcome(copy))
 print("OK")
 """
     import os
