@@ -33,7 +33,13 @@
  * call: no other allocation ever sees the handler, and a pooled copy sets
  * no context variable -- nothing there can fail midway.  (Made at module
  * load because CPython 3.11's PyContext_New crashes when its second
- * allocation fails.)
+ * allocation fails.)  A context object can be entered by one thread at a
+ * time, and it remembers the context to go back to: on free-threaded
+ * builds two threads entering the shared one at once raced on both (one
+ * thread's exit failed, "cannot exit context: ... has not been entered",
+ * and the other could go back to the wrong context), so there each pooled
+ * allocation enters a copy of its own (PyContext_Copy: one allocation, the
+ * variables shared), and the handler is set up under a lock.
  *
  * User code mid-copy (a finalizer, on 3.10/3.11 at any allocation of a
  * tracked object; an element's __deepcopy__) may resize an array with
@@ -193,6 +199,12 @@ fc_np_pool_context(FcState *st)
         return ctx;
     }
     Py_INCREF(ctx);
+#if FC_FT
+    PyMutex_Lock(&NUMPY(st)->setup_lock);
+    if (NUMPY(st)->checked) {
+        goto done;   /* another thread set it up meanwhile */
+    }
+#endif
     cap = PyCapsule_New(&fc_np_handler, "mem_handler", NULL);
     if (cap == NULL || PyContext_Enter(ctx) < 0) {
         goto done;
@@ -211,6 +223,9 @@ fc_np_pool_context(FcState *st)
     }
     NUMPY(st)->checked = old != NULL && exited == 0;
 done:
+#if FC_FT
+    PyMutex_Unlock(&NUMPY(st)->setup_lock);
+#endif
     Py_XDECREF(old);
     Py_XDECREF(cap);
     Py_DECREF(ctx);
@@ -258,7 +273,16 @@ fc_np_new_like(FcState *st, PyArrayObject *a, int pooled)
         PyErr_Clear();
         return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
     }
+#if FC_FT
+    /* a context of this thread's own (see the top of the file) */
+    ctx = PyContext_Copy(ctx);
+    if (ctx == NULL) {
+        PyErr_Clear();
+        return PyArray_NewLikeArray(a, NPY_KEEPORDER, NULL, 1);
+    }
+#else
     Py_INCREF(ctx);
+#endif
     if (PyContext_Enter(ctx) < 0) {
         /* entered already: a finalizer or another thread copying in the
            middle of our allocation.  The pool is only an optimization. */

@@ -22,6 +22,9 @@ typedef struct {
     PyObject *handler;          /* the pool's private context (set up once:
                                       numpy.c), or NULL */
     Py_ssize_t pool_max;           /* numpy_pool_max_bytes, as pool.c was told */
+#ifdef Py_GIL_DISABLED
+    PyMutex setup_lock;         /* the handler's setting up (numpy.c) */
+#endif
 } FcNumpyState;
 
 #endif /* FASTCOPY_NUMPY_H */
