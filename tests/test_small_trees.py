@@ -211,3 +211,43 @@ def test_no_leak():
     assert sys.getallocatedblocks() - blocks < 200
     if before is not None:
         assert sys.gettotalrefcount() - before < 100
+
+
+# ---------------------------------------------------------------------------
+# A list frame's repeated item ([l] * n): the same memo answer without a lookup, within one
+# run of the frame's loop only -- a hook in between may rewrite the memo.
+
+class Rewriter:
+    """Rewrites the memo's entry for `target` when copied."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __deepcopy__(self, memo):
+        memo[id(self.target)] = ["replaced"]
+        return self
+
+
+def _repeats():
+    l = [1, [2]]
+    d = {"k": [3]}
+    return {
+        "runs": lambda: [l] * 5 + [d, d, l, 7, l] + [(l, l)] * 3,
+        "rewritten_midway": lambda: [l, l, Rewriter(l), l, l],
+        "first_copied_then_hits": lambda: [[l, l], l, l],
+    }
+
+
+_REPEATS = _repeats()
+
+
+@pytest.mark.parametrize("name", sorted(_REPEATS))
+def test_repeated_items(name):
+    assert_equivalent(_native(_REPEATS[name]))
+
+    build = _REPEATS[name]
+
+    def visible(impl):
+        x, memo = build(), {}
+        return Case(x, lambda: impl.deepcopy(x, memo), memo=memo)
+    assert_equivalent(visible)
