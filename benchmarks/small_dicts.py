@@ -233,8 +233,10 @@ def show(rows, unit):
     for name, r in rows.items():
         line = "%-14s" % name + "".join("%14.0f" % r[k] if k in r else "%14s" % "-"
                                         for k in impls)
-        cf = "%15.2fx" % (r["copium"] / r["fastcopy"]) if "copium" in r else "%16s" % "-"
-        line += cf + "%15.2fx" % (r["fastcopy"] / r["floor"])
+        cf = ("%15.2fx" % (r["copium"] / r["fastcopy"]) if "copium" in r and "fastcopy" in r
+              else "%16s" % "-")
+        line += cf + ("%15.2fx" % (r["fastcopy"] / r["floor"]) if "floor" in r and "fastcopy" in r
+                      else "%16s" % "-")
         print(line)
 
 

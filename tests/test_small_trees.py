@@ -251,3 +251,61 @@ def test_repeated_items(name):
         x, memo = build(), {}
         return Case(x, lambda: impl.deepcopy(x, memo), memo=memo)
     assert_equivalent(visible)
+
+
+# ---------------------------------------------------------------------------
+# Subtrees a walker's frame copies without a frame of its own: the memo a later hook is
+# shown holds what the stdlib's holds, in its order, keep-alive list included.
+
+def _containers(root):
+    """The source's containers in walk order (their index is their label)."""
+    out, seen, todo = [], set(), [root]
+    while todo:
+        o = todo.pop()
+        if isinstance(o, (dict, list, tuple)) and id(o) not in seen:
+            seen.add(id(o))
+            out.append(o)
+            todo.extend(reversed(list(o.values()) if isinstance(o, dict) else list(o)))
+    return out
+
+
+class MemoLog:
+    """Shown the memo: logs each entry (source label, copy's type) and the keep-alive list."""
+
+    def __init__(self, log, src):
+        self.log, self.src = log, src
+
+    def __deepcopy__(self, memo):
+        labels = {id(o): i for i, o in enumerate(_containers(self.src))}
+        entries = [(labels.get(k, "other"), type(v).__name__) for k, v in memo.items()
+                   if k != id(memo)]
+        kept = [labels.get(id(o), type(o).__name__) for o in memo.get(id(memo), [])]
+        self.log.append((entries, kept))
+        return self
+
+
+def _subtrees():
+    def build(make):
+        def scenario(impl):
+            log = []
+            src = make()
+            x = [src, MemoLog(log, src)]
+            return Case(x, lambda: impl.deepcopy(x), log=log)
+        return scenario
+    shared = [9]
+    return {
+        "list_of_dicts": build(lambda: [{"a": [i], "b": (i, [i])} for i in range(5)]),
+        "dict_of_trees": build(lambda: {"k%d" % i: {"v": [i, {"w": (1, 2)}]} for i in range(4)}),
+        "with_shared": build(lambda: [{"a": shared}, {"b": [1]}, shared, {"c": {"d": [2]}}]),
+        "nested_lists": build(lambda: [[[1, [2]], (3, [4])], [[5]]]),
+        "too_big_then_small": build(lambda: [list(range(200)), {"a": [1]}]),
+    }
+
+
+_SUBTREES = _subtrees()
+
+
+@pytest.mark.parametrize("name", sorted(_SUBTREES))
+def test_subtrees_memo_as_the_stdlib(name):
+    std = assert_equivalent(_SUBTREES[name])
+    assert std["log"] and std["log"][0][0]   # the hook saw entries
