@@ -108,26 +108,40 @@ struct FcRecon {
     int sl_open;
 };
 
+/* fc_deep_atomic for a caller with the state and no context (the
+   small-tree road).  1 | 0 */
+FC_INLINE int
+fc_deep_atomic_st(FcState *st, PyObject *x)
+{
+    int k = fc_kind(Py_TYPE(x));
+    return (FK_BIT(k) & FC_DEEP_ATOMIC & st->deep_ok) != 0;
+}
+
 /* Is x copied as itself by deepcopy, with no memo involved? (native mode) */
 FC_INTERNAL_INLINE int
 fc_deep_atomic(FcCtx *c, PyObject *x)
 {
-    int k = fc_kind(Py_TYPE(x));
-    return (FK_BIT(k) & FC_DEEP_ATOMIC & c->st->deep_ok) != 0;
+    return fc_deep_atomic_st(c->st, x);
 }
 
 /* Are all of tuple x's items atomic (native mode)?  _deepcopy_tuple then
    returns x itself and stores nothing.  1 | 0 */
-FC_INTERNAL int
-fc_tuple_atomic(FcCtx *c, PyObject *x)
+static int
+fc_tuple_atomic_st(FcState *st, PyObject *x)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(x);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!fc_deep_atomic(c, PyTuple_GET_ITEM(x, i))) {
+        if (!fc_deep_atomic_st(st, PyTuple_GET_ITEM(x, i))) {
             return 0;
         }
     }
     return 1;
+}
+
+FC_INTERNAL int
+fc_tuple_atomic(FcCtx *c, PyObject *x)
+{
+    return fc_tuple_atomic_st(c->st, x);
 }
 
 /* An exact tuple of atomic items whose copy is the walker's to make (no
@@ -3522,24 +3536,6 @@ fc_stack_check(void)
 #define FC_SMALL_NO ((PyObject *)(uintptr_t)2)
 #define FC_SMALL_KINDS (FK_BIT(FK_DICT) | FK_BIT(FK_LIST) | FK_BIT(FK_TUPLE))
 
-FC_INLINE int
-fc_small_atomic(FcState *st, PyObject *v)
-{
-    return (FK_BIT(fc_kind(Py_TYPE(v))) & FC_DEEP_ATOMIC & st->deep_ok) != 0;
-}
-
-/* Is every item of tuple x atomic?  1 | 0 */
-static int
-fc_small_tuple_atomic(FcState *st, PyObject *x)
-{
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++) {
-        if (!fc_small_atomic(st, PyTuple_GET_ITEM(x, i))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int fc_small_scan(FcState *st, PyObject *x, int depth, int *budget);
 
 /* Does a container's non-atomic child v keep the tree small?  It must be
@@ -3549,7 +3545,7 @@ FC_INLINE int
 fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget)
 {
     if (Py_REFCNT(v) != 1) {
-        return PyTuple_CheckExact(v) && fc_small_tuple_atomic(st, v);
+        return PyTuple_CheckExact(v) && fc_tuple_atomic_st(st, v);
     }
     return fc_small_scan(st, v, depth - 1, budget);
 }
@@ -3570,7 +3566,7 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
         }
         while (fc_dict_next_st(st, x, &pos, &k, &v)) {
             if (!(FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & FC_DEEP_ATOMIC & st->deep_ok)
-                || (!fc_small_atomic(st, v) && !fc_small_scan_child(st, v, depth, budget))) {
+                || (!fc_deep_atomic_st(st, v) && !fc_small_scan_child(st, v, depth, budget))) {
                 return 0;
             }
         }
@@ -3585,7 +3581,7 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
         }
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *v = items[i];
-            if (!fc_small_atomic(st, v) && !fc_small_scan_child(st, v, depth, budget)) {
+            if (!fc_deep_atomic_st(st, v) && !fc_small_scan_child(st, v, depth, budget)) {
                 return 0;
             }
         }
@@ -3671,7 +3667,7 @@ fc_small_copy(FcState *st, PyObject *x)
         return y;
     }
     /* a tuple */
-    if (fc_small_tuple_atomic(st, x)) {
+    if (fc_tuple_atomic_st(st, x)) {
         return Py_NewRef(x);   /* _deepcopy_tuple: every item is itself */
     }
     Py_ssize_t n = PyTuple_GET_SIZE(x);

@@ -309,3 +309,45 @@ _SUBTREES = _subtrees()
 def test_subtrees_memo_as_the_stdlib(name):
     std = assert_equivalent(_SUBTREES[name])
     assert std["log"] and std["log"][0][0]   # the hook saw entries
+
+
+def test_finalizers_mid_copy_mutate_and_free_the_source():
+    """A collection with finalizers at any allocation (3.10/3.11; 3.12+ at the eval breaker):
+    the finalizer empties, grows and frees parts of the tree being copied.  The road holds
+    the collector off, so the copy is the tree as it was either before the finalizer ran or
+    after -- never half of each -- and nothing freed is read (child process: a crash fails)."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = r"""
+import copy, gc, sys
+sys.path.insert(0, %(root)r)
+import fastcopy
+
+class Bomb:
+    def __init__(self, x):
+        self.x, self.me = x, self
+    def __del__(self):
+        x = self.x
+        x["a"].clear()
+        x["a"].extend(range(40))
+        del x["b"]                  # frees the dict (and its list) mid-copy if it could
+        x["t"] = (7, [8])
+        x["new"] = {"n": [9]}
+
+gc.set_threshold(1, 1, 1)
+seen = set()
+for trial in range(300):
+    x = {"a": [1, 2], "b": {"c": [3], "d": (4, [5])}, "t": (1, [2]), "s": "k"}
+    before = copy.deepcopy(x)
+    Bomb(x)
+    del trial
+    y = fastcopy.deepcopy(x)
+    gc.collect()
+    after = copy.deepcopy(x)
+    assert y == before or y == after, (y, before, after)
+    assert y["a"] is not x["a"]
+    seen.add(y == before)
+print("OK", sorted(seen))
+"""
+    out = run_python(code % {"root": root})
+    assert out.returncode == 0 and "OK" in out.stdout, (out.stdout, out.stderr)
