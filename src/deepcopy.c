@@ -219,12 +219,13 @@ fc_before_loud_key(FcCtx *c)
 /* User code just returned (a hook, a reductor, __setstate__, an
    iterator's __next__, a __setitem__).  The stdlib's next lookup in
    copy._deepcopy_dispatch or copyreg.dispatch_table sees whatever it
-   changed there, within the same copy; so must ours: fc_sync, a watcher
-   counter on 3.12+, five version tags before.  0 | -1+exc */
+   changed there, within the same copy; so must ours: fc_sync_deep, a
+   watcher counter on 3.12+ (and _atomic_types on 3.14), five version tags
+   before.  0 | -1+exc */
 FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
-    return fc_sync(c->st);
+    return fc_sync_deep(c->st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1569,6 +1570,11 @@ fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         /* copy(self.__pydantic_fields_set__): set.copy() for a set while
            copy's table says so, else the copy module's copy() itself */
         PyObject *fs2;
+        /* copy_ok: what copy() reads, which fc_sync_deep leaves alone */
+        if (fc_sync(st) < 0) {
+            Py_DECREF(v);
+            return -1;
+        }
         if (PySet_CheckExact(v) && (st->copy_ok & FK_BIT(FK_SET))) {
             fs2 = PySet_New(v);
         }
@@ -3006,7 +3012,7 @@ fc_atomic_custom(FcState *st, PyObject *x)
     PyObject *set = Py_NewRef(st->deep_atomic);
     int r = fc_copy_set_has(set, (PyObject *)Py_TYPE(x));
     Py_DECREF(set);
-    if (r >= 0 && !PyAnySet_CheckExact(st->deep_atomic) && fc_sync(st) < 0) {
+    if (r >= 0 && !PyAnySet_CheckExact(st->deep_atomic) && fc_sync_deep(st) < 0) {
         return -1;   /* a container of the user's ran code */
     }
     return r;
@@ -3331,7 +3337,7 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         }
         /* the predicate is user code: x.__class__ may have been assigned,
            and the stdlib's tables edited */
-        if (fc_sync(st) < 0) {
+        if (fc_sync_deep(st) < 0) {
             return NULL;
         }
         if (FC_UNLIKELY(Py_TYPE(x) != tp)) {
@@ -3813,7 +3819,7 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
         tape->ok = 0;
         tape->containers = tape->hits = 0;
     }
-    if (fc_sync(st) < 0) {
+    if (fc_sync_deep(st) < 0) {
         return NULL;
     }
 #if FC_ATOMIC_FIRST

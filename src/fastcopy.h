@@ -487,15 +487,25 @@ typedef struct {
 
 #if FC_COPY_SETS_MUTABLE
 /* One of 3.14's copy-module sets as fc_refresh last read it (plan.c,
-   fc_sets_moved): its size and mask, and where in its table each member
-   sat.  Equal size plus every member still at its place is the same set.
-   n < 0: too big to snapshot, re-read at every sync. */
+   fc_sets_moved).  A table of up to FC_SET_SNAP_MAX slots is kept whole:
+   the same mask and the same slots, keys and hashes, is the same set (one
+   memcmp; _atomic_types has 32 slots).  A bigger one keeps its size, its
+   mask, and where in its table each member sat: equal size plus every
+   member still at its place is the same set.  n < 0: too many members to
+   snapshot, re-read at every sync.  Keys are compared, never
+   dereferenced. */
 #define FC_SET_SNAP_MAX 32
 typedef struct {
     PyObject *set;                 /* borrowed: the object read (FcState) */
     Py_ssize_t used, mask, n;
-    Py_ssize_t idx[FC_SET_SNAP_MAX];
-    PyObject *key[FC_SET_SNAP_MAX]; /* compared, never dereferenced */
+    int whole;                     /* u.tab holds the table's mask+1 slots */
+    union {
+        struct {
+            Py_ssize_t idx[FC_SET_SNAP_MAX];
+            PyObject *key[FC_SET_SNAP_MAX];
+        } m;
+        setentry tab[FC_SET_SNAP_MAX];
+    } u;
 } FcSetSnap;
 #endif
 

@@ -65,11 +65,12 @@ fc_watch_cb(PyDict_WatchEvent event, PyObject *dict, PyObject *key,
 
 #if FC_COPY_SETS_MUTABLE
 /* 3.14's copy-module sets can be changed in place, and nothing tells: each
-   sync compares them with what fc_refresh read (FcSetSnap).  The same size
-   with every member read then still at its place in the table is the same
-   set (as many members, all of them the old ones); a change anywhere else
-   in the table is a change of size.  A few dozen loads, no hashing, no user
-   code.  1 moved | 0 same */
+   sync compares them with what fc_refresh read (FcSetSnap).  A small
+   table (_atomic_types: 32 slots) is compared whole: the same slots are
+   the same members.  In a bigger one, the same size with every member read
+   then still at its place in the table is the same set (as many members,
+   all of them the old ones); a change anywhere else in the table is a
+   change of size.  No hashing, no user code.  1 moved | 0 same */
 static int
 fc_set_moved(const FcSetSnap *sn)
 {
@@ -83,9 +84,12 @@ fc_set_moved(const FcSetSnap *sn)
     if (so->used != sn->used || so->mask != sn->mask) {
         moved = 1;
     }
+    else if (sn->whole) {
+        moved = memcmp(so->table, sn->u.tab, (size_t)(so->mask + 1) * sizeof(setentry)) != 0;
+    }
     else {
         for (Py_ssize_t i = 0; i < sn->n; i++) {
-            if (so->table[sn->idx[i]].key != sn->key[i]) {
+            if (so->table[sn->u.m.idx[i]].key != sn->u.m.key[i]) {
                 moved = 1;
                 break;
             }
@@ -95,11 +99,13 @@ fc_set_moved(const FcSetSnap *sn)
     return moved;
 }
 
+/* which=FC_SYNC_ALL: the three; FC_SYNC_DEEP: _atomic_types only */
 FC_INTERNAL_INLINE int
-fc_sets_moved(FcState *st)
+fc_sets_moved(FcState *st, int which)
 {
-    return fc_set_moved(&st->snap[0]) || fc_set_moved(&st->snap[1])
-           || fc_set_moved(&st->snap[2]);
+    return fc_set_moved(&st->snap[2])
+           || (which == FC_SYNC_ALL
+               && (fc_set_moved(&st->snap[0]) || fc_set_moved(&st->snap[1])));
 }
 
 /* Read one set's members and places (n -1 when it is not an exact set or
@@ -114,16 +120,24 @@ fc_set_snap(FcSetSnap *sn, PyObject *o)
     }
     FC_CS_BEGIN(o);
     PySetObject *so = (PySetObject *)o;
-    if (so->used <= FC_SET_SNAP_MAX) {
+    if (so->mask < FC_SET_SNAP_MAX) {
+        memcpy(sn->u.tab, so->table, (size_t)(so->mask + 1) * sizeof(setentry));
+        sn->whole = 1;
+        sn->used = so->used;
+        sn->mask = so->mask;
+        sn->n = so->used;
+    }
+    else if (so->used <= FC_SET_SNAP_MAX) {
         Py_ssize_t n = 0;
         for (Py_ssize_t i = 0; i <= so->mask; i++) {
             PyObject *k = so->table[i].key;
             if (k != NULL && so->table[i].hash != -1) {
-                sn->idx[n] = i;
-                sn->key[n] = k;
+                sn->u.m.idx[n] = i;
+                sn->u.m.key[n] = k;
                 n++;
             }
         }
+        sn->whole = 0;
         sn->used = so->used;
         sn->mask = so->mask;
         sn->n = n;
@@ -132,14 +146,15 @@ fc_set_snap(FcSetSnap *sn, PyObject *o)
 }
 #endif
 
-/* Make sure st reflects the current stdlib tables.  0 | -1+exc */
+/* Make sure st reflects the current stdlib tables (which: plan.h).
+   0 | -1+exc */
 FC_INTERNAL_INLINE int
-fc_sync(FcState *st)
+fc_sync_for(FcState *st, int which)
 {
 #if FC_PY312_PLUS
     if (FC_LIKELY(st->seen_gen == fc_watch_counter && !st->always_refresh
 #  if FC_COPY_SETS_MUTABLE
-                  && !fc_sets_moved(st)
+                  && !fc_sets_moved(st, which)
 #  endif
                   )) {
         return 0;

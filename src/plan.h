@@ -9,8 +9,17 @@
 
 /* Make st reflect the current copy/copyreg tables (cheap when nothing
    changed: a counter or five version tags).  Runs no user code but may
-   allocate.  0 | -1+exc */
-FC_INTERNAL_INLINE int fc_sync(FcState *st);
+   allocate.  0 | -1+exc
+   which: FC_SYNC_ALL, or FC_SYNC_DEEP where only what deepcopy() reads
+   need be current.  They differ on 3.14 only, where copy()'s two sets
+   (_copy_atomic_types, _copy_builtin_containers) are compared member by
+   member at each sync, and deepcopy() reads neither: FC_SYNC_DEEP leaves
+   FcState.copy_ok and copy_sets_std as they were, and the next
+   FC_SYNC_ALL still finds the change (the snapshots are fc_refresh's). */
+enum { FC_SYNC_ALL = 0, FC_SYNC_DEEP = 1 };
+FC_INTERNAL_INLINE int fc_sync_for(FcState *st, int which);
+#define fc_sync(st) fc_sync_for((st), FC_SYNC_ALL)
+#define fc_sync_deep(st) fc_sync_for((st), FC_SYNC_DEEP)
 /* Recompute what fc_sync caches.  0 | -1+exc */
 FC_INTERNAL int fc_refresh(FcState *st);
 /* The plan for tp: a cached one, or *tmp filled in when tp cannot be

@@ -267,6 +267,72 @@ def test_copy_sets_changed():
     both(run)
 
 
+@needs_mutable_sets
+def test_copy_sets_changed_between_deepcopies():
+    # deepcopy() reads only _atomic_types: a change to copy()'s two sets made while deepcopy()
+    # calls run must still be seen by the next copy()
+    def run(impl):
+        with Restore():
+            out = []
+            x, lst = Loud(1), [1, [2]]
+            impl.deepcopy([1])
+            copy._copy_atomic_types.add(Loud)
+            out.append(impl.deepcopy([x])[0] is x)      # deepcopy: not atomic
+            impl.deepcopy({"k": [1]})
+            out.append(impl.copy(x) is x)               # copy: atomic now
+            copy._copy_atomic_types.discard(Loud)
+            impl.deepcopy([1])
+            out.append(impl.copy(x) is x)
+            copy._copy_builtin_containers.discard(list)
+            impl.deepcopy([lst])
+            c = impl.copy(lst)
+            out.append((c == lst, c is lst, c[1] is lst[1]))
+            return out
+    both(run)
+
+
+@needs_mutable_sets
+def test_copy_sets_changed_by_a_hook_mid_deepcopy():
+    class Adder:
+        def __deepcopy__(self, memo):
+            copy._copy_atomic_types.add(Loud)
+            copy._copy_builtin_containers.discard(dict)
+            return Adder()
+
+    def run(impl):
+        with Restore():
+            x, d = Loud(1), {"a": [1]}
+            y = impl.deepcopy([Loud(2), Adder(), {"b": [2]}, Loud(3)])
+            c = impl.copy(d)
+            return (type(y[1]).__name__, y[2], impl.copy(x) is x,
+                    (c == d, c is d, c["a"] is d["a"]))
+    both(run)
+
+
+@needs_mutable_sets
+@pytest.mark.parametrize("extra", [0, 40], ids=["small_table", "big_table"])
+def test_atomic_set_swap_in_place_at_every_table_size(extra):
+    # _atomic_types with a table of up to 32 slots is compared whole, a bigger one member by
+    # member (plan.c, fc_set_moved): one member out and another in, the same size, either way
+    fillers = [type("Filler%d" % i, (), {}) for i in range(extra)]
+
+    def run(impl):
+        with Restore():
+            copy._atomic_types.update(fillers)
+            f = fillers[0]() if fillers else None
+            impl.deepcopy([1, f])
+            copy._atomic_types.discard(range)
+            copy._atomic_types.add(Loud)
+            x = [range(3), Loud(1), f]
+            y = impl.deepcopy(x)
+            copy._atomic_types.discard(Loud)
+            copy._atomic_types.add(range)
+            z = impl.deepcopy(x)
+            return (y[0] == range(3), y[0] is x[0], y[1] is x[1], y[2] is x[2],
+                    z[0] is x[0], z[1] is x[1], z[1] == x[1])
+    both(run)
+
+
 @needs_sets
 def test_sets_rebound():
     # rebinding works on 3.14 and 3.15 alike: the module's globals are watched
