@@ -225,6 +225,7 @@ fc_before_loud_key(FcCtx *c)
 FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
+    c->user_ran = 1;
     return fc_sync_deep(c->st);
 }
 
@@ -3774,6 +3775,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->ambient = 0;
     c->gc_grace = FC_GC_GRACE;
+    c->user_ran = 0;
     c->off_tape = 0;
 #if FC_FT
     c->pin[0] = c->pin[1] = NULL;

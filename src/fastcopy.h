@@ -692,6 +692,8 @@ typedef struct FcCtx {
                                  runs: every flush (defer.c) sets it to 0 */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
+    int user_ran;             /* user code has run in this call (3.12+: the
+                                 collector can have started since; memo.c) */
     int off_tape;             /* the walk met what a replicate() tape cannot
                                  hold (select.c): an object other than an
                                  exact list, dict or tuple, a key that is

@@ -1145,6 +1145,19 @@ fc_ctx_memo_id(FcCtx *c)
  * it is made.  Objects a reduce function or a registered copier returned
  * are never hidden: they may be older than the call.
  *
+ * On 3.12+ a collection starts only at the eval breaker (pyver.h,
+ * FC_GC_ANY_ALLOC), that is while Python code runs: a call that has run no
+ * user code yet cannot have been collected in, and hiding its copies
+ * would only add the two passes -- and the copies tracked again at the
+ * end go back to the youngest generation, where the next collection
+ * traverses them all the same (callgrind, instructions per copy, hiding
+ * against none, 3.12 / 3.13 / 3.14: shared_refs at 100,000 rows 197.6M /
+ * 195.6M / 153.1M against 179.5M / 177.7M / 138.0M; on 3.11 128.1M
+ * against 258.2M).  So there the grace is renewed, as with the collector
+ * off, until a hook, a reductor or other user code has returned in the
+ * call (FcCtx.user_ran); from then on a copy spans collections and the
+ * containers are hidden as above.
+ *
  * With the collector disabled nothing is hidden: no collection can run
  * unless code asks for one, and hiding would only add its two passes (the
  * second, the tracking again, over copies long out of the cache; 6% of the
@@ -1154,7 +1167,6 @@ fc_ctx_memo_id(FcCtx *c)
  * runs out, so a hook that turns the collector on is followed within
  * FC_GC_GRACE containers.
  */
-#define FC_GC_GRACE 1000
 
 /* Room for more in fc_untrack_list's array, out of line (its call is
    once a container).  0 | -1+exc */
@@ -1201,6 +1213,10 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
         return 0;
     }
     if (c->gc_grace == 0) {
+        if (!FC_GC_ANY_ALLOC && !c->user_ran) {
+            c->gc_grace = FC_GC_GRACE - 1;   /* nothing can have collected */
+            return 0;
+        }
         if (!PyGC_IsEnabled()) {
             /* the collector is off (gc.disable(), timeit, a program that
                collects by hand): no collection runs unless code asks for

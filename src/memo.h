@@ -12,7 +12,9 @@
 
 /* Containers a call makes before it starts hiding them from the GC
    (memo.c, "Copies and the cyclic GC"). */
-#define FC_GC_GRACE 1000
+#ifndef FC_GC_GRACE
+#  define FC_GC_GRACE 1000
+#endif
 
 /* An empty table / release every entry and heap block.  No user code runs
    in init; clear drops references (finalizers may run). */

@@ -593,7 +593,8 @@ typedef struct {
 static int
 fc_tape_hide(FcCtx *c, PyObject *y, Py_ssize_t items)
 {
-    if (items >= FC_TAPE_HIDE_ITEMS) {
+    /* 3.12+: a replay runs no user code, so no collection (memo.c) */
+    if (FC_GC_ANY_ALLOC && items >= FC_TAPE_HIDE_ITEMS) {
         PyObject_GC_UnTrack(y);
         return fc_untrack_fresh(c, y);   /* listed: tracked again at the end */
     }
