@@ -77,11 +77,13 @@
 #  define FC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #  define FC_INLINE      static inline __attribute__((always_inline))
 #  define FC_NOINLINE    static __attribute__((noinline))
+#  define FC_NOINLINE_ATTR __attribute__((noinline))
 #else
 #  define FC_LIKELY(x)   (x)
 #  define FC_UNLIKELY(x) (x)
 #  define FC_INLINE      static inline
 #  define FC_NOINLINE    static
+#  define FC_NOINLINE_ATTR
 #endif
 
 /* Linkage of what one part defines and another calls.  Each such function

@@ -30,6 +30,12 @@
 
 FC_INTERNAL_DATA FC_PLAT_THREAD_LOCAL FcProfCall fc_prof_tls;
 
+FC_INTERNAL FC_NOINLINE_ATTR FcProfCall *
+fc_prof_active(void)
+{
+    return fc_prof_tls.depth > 0 ? &fc_prof_tls : NULL;
+}
+
 FC_INTERNAL int
 fc_prof_begin(void)
 {
