@@ -226,6 +226,7 @@ FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
     c->user_ran = 1;
+    c->copy_synced = 0;
     return fc_sync_deep(c->st);
 }
 
@@ -1571,10 +1572,15 @@ fc_pyd_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
         /* copy(self.__pydantic_fields_set__): set.copy() for a set while
            copy's table says so, else the copy module's copy() itself */
         PyObject *fs2;
-        /* copy_ok: what copy() reads, which fc_sync_deep leaves alone */
-        if (fc_sync(st) < 0) {
-            Py_DECREF(v);
-            return -1;
+        /* copy_ok: what copy() reads, which fc_sync_deep leaves alone;
+           once a call, and again after user code (3.14: the full sync
+           compares copy()'s two sets, 250 instructions a model) */
+        if (!c->copy_synced) {
+            if (fc_sync(st) < 0) {
+                Py_DECREF(v);
+                return -1;
+            }
+            c->copy_synced = 1;
         }
         if (PySet_CheckExact(v) && (st->copy_ok & FK_BIT(FK_SET))) {
             fs2 = PySet_New(v);
@@ -3776,6 +3782,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->ambient = 0;
     c->gc_grace = FC_GC_GRACE;
     c->user_ran = 0;
+    c->copy_synced = 0;
     c->off_tape = 0;
 #if FC_FT
     c->pin[0] = c->pin[1] = NULL;

@@ -696,6 +696,9 @@ typedef struct FcCtx {
                                  0: ran out, -1: those hidden since */
     int user_ran;             /* user code has run in this call (3.12+: the
                                  collector can have started since; memo.c) */
+    int copy_synced;          /* a full fc_sync ran in this call and no user
+                                 code since: FcState.copy_ok is current
+                                 (fc_sync_deep leaves it alone) */
     int off_tape;             /* the walk met what a replicate() tape cannot
                                  hold (select.c): an object other than an
                                  exact list, dict or tuple, a key that is

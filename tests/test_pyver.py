@@ -333,6 +333,35 @@ def test_atomic_set_swap_in_place_at_every_table_size(extra):
     both(run)
 
 
+@needs_mutable_sets
+def test_copy_sets_changed_by_a_hook_between_pydantic_models():
+    # pydantic's __deepcopy__ copies __pydantic_fields_set__ with copy(): a hook that makes set
+    # atomic for copy() midway is seen by the next model's fields set (the native road reads
+    # copy()'s sets once a call, and again after user code)
+    pydantic = pytest.importorskip("pydantic")
+    from typing import Any
+
+    class M(pydantic.BaseModel):
+        a: list
+        h: Any = None
+
+    class Flip:
+        def __deepcopy__(self, memo):
+            copy._copy_atomic_types.add(set)
+            return Flip()
+
+    def run(impl):
+        with Restore():
+            ms = [M(a=[1]), M(a=[2], h=Flip()), M(a=[3]), M(a=[4])]
+            ys = impl.deepcopy(ms)
+            return ([y.a for y in ys],
+                    [y.__pydantic_fields_set__ is m.__pydantic_fields_set__
+                     for y, m in zip(ys, ms)],
+                    [sorted(y.__pydantic_fields_set__) for y in ys])
+    want = both(run)
+    assert want[1] == [False, True, True, True]   # model 2: its h field is copied first
+
+
 @needs_sets
 def test_sets_rebound():
     # rebinding works on 3.14 and 3.15 alike: the module's globals are watched
