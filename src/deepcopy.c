@@ -196,7 +196,14 @@ fc_before_user_code(FcCtx *c, int show)
     if (fc_defer_flush(c) < 0) {
         return -1;
     }
-    return show ? fc_memo_show(c) : 0;
+    if (show) {
+        return fc_memo_show(c);   /* every copy tracked again: no sweep */
+    }
+#if !FC_GC_ANY_ALLOC
+    return fc_gc_before_user_code(c);
+#else
+    return 0;
+#endif
 }
 
 /* Was a prefilled frame's source written since its snapshot?  (pyver.h,
@@ -225,7 +232,6 @@ fc_before_loud_key(FcCtx *c)
 FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
-    c->user_ran = 1;
     c->copy_synced = 0;
     return fc_sync_deep(c->st);
 }
@@ -3781,7 +3787,8 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->nops = c->capops = 0;
     c->ambient = 0;
     c->gc_grace = FC_GC_GRACE;
-    c->user_ran = 0;
+    c->gc_due = 0;
+    c->gc_swept = 0;
     c->copy_synced = 0;
     c->off_tape = 0;
 #if FC_FT

@@ -694,8 +694,9 @@ typedef struct FcCtx {
                                  runs: every flush (defer.c) sets it to 0 */
     Py_ssize_t gc_grace;      /* containers still to leave tracked (memo.c);
                                  0: ran out, -1: those hidden since */
-    int user_ran;             /* user code has run in this call (3.12+: the
-                                 collector can have started since; memo.c) */
+    int gc_due;               /* 3.12+: a grace ran out since the last sweep;
+                                 hide those copies before user code (memo.c) */
+    Py_ssize_t gc_swept;      /* memo entries already swept (3.12+) */
     int copy_synced;          /* a full fc_sync ran in this call and no user
                                  code since: FcState.copy_ok is current
                                  (fc_sync_deep leaves it alone) */

@@ -1146,17 +1146,20 @@ fc_ctx_memo_id(FcCtx *c)
  * are never hidden: they may be older than the call.
  *
  * On 3.12+ a collection starts only at the eval breaker (pyver.h,
- * FC_GC_ANY_ALLOC), that is while Python code runs: a call that has run no
- * user code yet cannot have been collected in, and hiding its copies
- * would only add the two passes -- and the copies tracked again at the
- * end go back to the youngest generation, where the next collection
- * traverses them all the same (callgrind, instructions per copy, hiding
- * against none, 3.12 / 3.13 / 3.14: shared_refs at 100,000 rows 197.6M /
- * 195.6M / 153.1M against 179.5M / 177.7M / 138.0M; on 3.11 128.1M
- * against 258.2M).  So there the grace is renewed, as with the collector
- * off, until a hook, a reductor or other user code has returned in the
- * call (FcCtx.user_ran); from then on a copy spans collections and the
- * containers are hidden as above.
+ * FC_GC_ANY_ALLOC), that is while Python code runs: copies made after the
+ * last user code of a call are never traversed before the call ends, and
+ * the copies tracked again at the end go back to the youngest generation,
+ * where the next collection traverses them all the same.  Hiding them as
+ * they are made was two passes for nothing (callgrind, instructions per
+ * copy, hiding against none, 3.12 / 3.13 / 3.14: shared_refs at 100,000
+ * rows 197.6M / 195.6M / 153.1M against 179.5M / 177.7M / 138.0M; on 3.11
+ * 128.1M against 258.2M; and 8% of hook_idiom on 3.14, whose five hooks
+ * run before its 3,000 rows are copied).  So there a grace that runs out
+ * only marks the call (FcCtx.gc_due), and the copies made since the last
+ * sweep are hidden just before user code next runs
+ * (fc_gc_before_user_code, unless the memo is about to be shown, which
+ * tracks them all again): a collection that user code triggers finds none
+ * of them, and a call that runs no more user code hides nothing.
  *
  * With the collector disabled nothing is hidden: no collection can run
  * unless code asks for one, and hiding would only add its two passes (the
@@ -1205,6 +1208,34 @@ fc_untrack_now(FcCtx *c, PyObject *y)
     return 0;
 }
 
+/* Hide the walker's own copies among the memo's values from entry `from`
+   on (those still tracked).  0 | -1+exc */
+static int
+fc_gc_sweep(FcCtx *c, Py_ssize_t from)
+{
+    FcMemo *m = &c->native;
+    uint32_t ok = c->st->deep_ok;
+    for (Py_ssize_t i = from; i < m->n; i++) {
+        PyObject *v = m->entries[i].value, *k = m->entries[i].key;
+        if (k == NULL) {
+            continue;               /* a ghost */
+        }
+        PyTypeObject *tp = Py_TYPE(v);
+        /* only the walker's own copies: a builtin container copied as
+           such (no copier registered for its type), not the original */
+        int kind = tp == &PyList_Type ? FK_LIST : tp == &PyDict_Type ? FK_DICT
+                   : tp == &PyTuple_Type ? FK_TUPLE : tp == &PySet_Type ? FK_SET
+                   : tp == &PyFrozenSet_Type ? FK_FROZENSET : -1;
+        if (kind >= 0 && v != k && Py_TYPE(k) == tp
+            && (FK_BIT(kind) & ok & (kind == FK_SET || kind == FK_FROZENSET
+                                     ? c->st->set_ok : ~0u))
+            && PyObject_GC_IsTracked(v) && fc_untrack_now(c, v) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* fc_untrack past the grace.  0 | -1+exc */
 static int
 fc_untrack_slow(FcCtx *c, PyObject *y)
@@ -1213,8 +1244,11 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
         return 0;
     }
     if (c->gc_grace == 0) {
-        if (!FC_GC_ANY_ALLOC && !c->user_ran) {
-            c->gc_grace = FC_GC_GRACE - 1;   /* nothing can have collected */
+        if (!FC_GC_ANY_ALLOC) {
+            /* 3.12+: nothing collects until user code runs; the copies
+               made so far are hidden then (fc_gc_before_user_code) */
+            c->gc_grace = FC_GC_GRACE - 1;
+            c->gc_due = 1;
             return 0;
         }
         if (!PyGC_IsEnabled()) {
@@ -1227,32 +1261,28 @@ fc_untrack_slow(FcCtx *c, PyObject *y)
             return 0;
         }
         /* the grace just ran out: hide the containers made during it */
-        FcMemo *m = &c->native;
         c->gc_grace = -1;
-        uint32_t ok = c->st->deep_ok;
-        for (Py_ssize_t i = 0; i < m->n; i++) {
-            PyObject *v = m->entries[i].value, *k = m->entries[i].key;
-            if (k == NULL) {
-                continue;               /* a ghost */
-            }
-            PyTypeObject *tp = Py_TYPE(v);
-            /* only the walker's own copies: a builtin container copied as
-               such (no copier registered for its type), not the original */
-            int kind = tp == &PyList_Type ? FK_LIST : tp == &PyDict_Type ? FK_DICT
-                       : tp == &PyTuple_Type ? FK_TUPLE : tp == &PySet_Type ? FK_SET
-                       : tp == &PyFrozenSet_Type ? FK_FROZENSET : -1;
-            if (kind >= 0 && v != k && Py_TYPE(k) == tp
-                && (FK_BIT(kind) & ok & (kind == FK_SET || kind == FK_FROZENSET
-                                         ? c->st->set_ok : ~0u))
-                && PyObject_GC_IsTracked(v) && fc_untrack_now(c, v) < 0) {
-                return -1;
-            }
+        if (fc_gc_sweep(c, 0) < 0) {
+            return -1;
         }
     }
     if (!PyObject_GC_IsTracked(y)) {
         return 0;
     }
     return fc_untrack_now(c, y);
+}
+
+FC_INTERNAL int
+fc_gc_before_user_code_slow(FcCtx *c)
+{
+    FcMemo *m = &c->native;
+    c->gc_due = 0;
+    if (c->mode != FC_MEMO_NATIVE || !PyGC_IsEnabled()) {
+        return 0;
+    }
+    Py_ssize_t from = c->gc_swept <= m->n ? c->gc_swept : 0;
+    c->gc_swept = m->n;
+    return fc_gc_sweep(c, from);
 }
 
 /* Hide y from the cyclic GC until fc_retrack_all().  0 | -1+exc */

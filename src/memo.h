@@ -127,6 +127,15 @@ FC_INTERNAL void fc_spare_free(FcSpare *sp);
    ends.  No user code.  0 | -1+exc */
 FC_INTERNAL_INLINE int fc_untrack(FcCtx *c, PyObject *y);
 FC_INTERNAL void fc_retrack_all(FcCtx *c);
+/* 3.12+: user code is about to run (the walker's fc_before_user_code, not
+   when it shows the memo): hide the copies made since the last sweep if a
+   grace ran out meanwhile (memo.c).  No user code.  0 | -1+exc */
+FC_INTERNAL int fc_gc_before_user_code_slow(FcCtx *c);
+FC_INLINE int
+fc_gc_before_user_code(FcCtx *c)
+{
+    return FC_UNLIKELY(c->gc_due) ? fc_gc_before_user_code_slow(c) : 0;
+}
 /* fc_untrack for a fresh y the GC has never tracked (PyObject_GC_New):
    left so and listed while the memo is native (the grace aside: hiding it
    costs no more than tracking it), tracked now otherwise.  0 | -1+exc

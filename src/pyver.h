@@ -99,9 +99,9 @@
  *   FC_GC_ANY_ALLOC       3.10-3.11: any allocation may run a collection,
  *                         and so finalizers; 3.12+ collect only at the eval
  *                         breaker (fastcopy.h's dict copy, torch.c; memo.c
- *                         and select.c hide copies from the collector only
- *                         where one can run: any call before 3.12, a call
- *                         that has run user code on 3.12+)
+ *                         and select.c hide copies from the collector as
+ *                         they are made before 3.12, and on 3.12+ only just
+ *                         before user code runs)
  *   FC_FT_SPLIT_COUNT     3.13t: the split count's fields (ob_ref_local,
  *                         ob_ref_shared) read and added to directly
  *                         (fastcopy.h fc_ft_incref_n, cowdict.c)

@@ -594,11 +594,24 @@ def test_hook_sees_tracked_copies(pad):
     assert all(want[:-1]) and want[-1] == gc.is_tracked(frozenset({2.5}))
 
 
+class Collects:
+    """Copied through reduce (user code that is not shown the memo): collects there."""
+    calls = 0
+
+    def __reduce_ex__(self, proto):
+        type(self).calls += 1
+        gc.collect()
+        return (Collects, ())
+
+
+@pytest.mark.thread_unsafe(reason='a class attribute counts the reductions')
 def test_copies_hidden_after_a_hook_are_tracked_again():
-    # 3.12+ collect only while Python code runs, so a call hides its copies from the collector
-    # only once user code has run in it (memo.c); before 3.12 from the end of the grace on.
-    # Either way a later hook, and the caller, find every copy tracked as the stdlib's are,
-    # and a collection the later hook runs frees none of them.
+    # Before 3.12 a call hides its copies from the collector from the end of the grace on; on
+    # 3.12+, where only running Python code collects, the copies made since the last sweep are
+    # hidden just before user code that is not shown the memo (a reduction here), and never
+    # when no user code follows them (memo.c).  Either way a later hook, and the caller, find
+    # every copy tracked as the stdlib's are, and the collections the reductions run free none
+    # of them.
     grace = _gc_grace()
     seen = []
 
@@ -616,13 +629,17 @@ def test_copies_hidden_after_a_hook_are_tracked_again():
 
     def run(impl):
         del seen[:]
-        x = [Early(), [[i] for i in range(3 * grace)], {"a": [3], "t": ([4], 5)}, Look(),
-             [{"k": [i]} for i in range(2 * grace)]]
+        Collects.calls = 0
+        x = [Early(), [[i] for i in range(3 * grace)], Collects(), {"a": [3], "t": ([4], 5)},
+             [(i, [i]) for i in range(2 * grace)], Collects(), Look(),
+             [{"k": [i]} for i in range(2 * grace)], Collects()]
         y = impl.deepcopy(x)
-        tracked = [gc.is_tracked(v) for v in y[1]] + [gc.is_tracked(d) and gc.is_tracked(d["k"])
-                                                      for d in y[4]]
-        return (list(seen), tracked, gc.is_tracked(y[2]), gc.is_tracked(y[2]["t"]),
-                y[1] == x[1], y[2] == x[2], y[4] == x[4])
+        tracked = ([gc.is_tracked(v) for v in y[1]]
+                   + [gc.is_tracked(t) and gc.is_tracked(t[1]) for t in y[4]]
+                   + [gc.is_tracked(d) and gc.is_tracked(d["k"]) for d in y[7]])
+        return (list(seen), tracked, gc.is_tracked(y[3]), gc.is_tracked(y[3]["t"]),
+                y[1] == x[1], y[3] == x[3], y[4] == x[4], y[7] == x[7], Collects.calls,
+                [type(y[i]).__name__ for i in (2, 5, 8)])
     want = run(copy)
     assert all(want[0]) and all(want[1])
     assert run(fastcopy) == want
