@@ -3694,15 +3694,24 @@ fc_small_copy(FcState *st, PyObject *x)
     if (y == NULL) {
         return NULL;
     }
+    int same = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *w = fc_small_child(st, PyTuple_GET_ITEM(x, i));
+        PyObject *v = PyTuple_GET_ITEM(x, i);
+        PyObject *w = fc_small_child(st, v);
         if (w == NULL) {
             Py_DECREF(y);
             return NULL;
         }
+        same &= w == v;
         PyTuple_SET_ITEM(y, i, w);
     }
-    return y;   /* an item is a new container: not every item is itself */
+    if (same) {
+        /* every item is itself (a nested tuple of atoms comes back as it
+           is): _deepcopy_tuple returns x */
+        Py_DECREF(y);
+        return Py_NewRef(x);
+    }
+    return y;
 }
 
 /* deepcopy(x) with a fresh memo, x an exact dict or list, as a small tree

@@ -114,6 +114,50 @@ def test_copies_are_new_and_sources_untouched():
     assert sys.getrefcount(x["list"]) == sys.getrefcount(y["list"])
 
 
+# Tuples (and their ints) held by their parent's slot alone, so that the road copies them: a
+# tuple whose items all come back as themselves (an empty or atomic tuple inside) must be the
+# tuple itself, as _deepcopy_tuple returns it (found by tests/finalizer_fuzz.py, seed 3520).
+_BIG = 10 ** 20
+_UNSHARED_TUPLES = {
+    "in_list": lambda: [((), _BIG + 1)],
+    "in_dict": lambda: {"t": ((), _BIG + 1), "u": ((1, 2), _BIG + 2)},
+    "nested": lambda: [(("a",), ((), _BIG + 3))],
+    "beside_a_copy": lambda: [((), _BIG + 1), ((), [_BIG + 5])],
+    "deeper": lambda: {"l": [{"k": ((2.5,), _BIG + 6)}]},
+}
+
+
+def _first_tuples(x, out):
+    if type(x) is tuple:
+        out.append(x)
+    for v in (x.values() if type(x) is dict else x if type(x) in (list, tuple) else ()):
+        _first_tuples(v, out)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_UNSHARED_TUPLES))
+def test_nested_atomic_tuples_come_back_as_themselves(name):
+    fc = fastcopy_module()
+    if fc is None:
+        pytest.skip("fastcopy core not built")
+    pictures = []
+    for impl in (copy, fc):
+        x = _UNSHARED_TUPLES[name]()
+        y = impl.deepcopy(x)
+        assert y == x
+        pictures.append([a is b for a, b in zip(_first_tuples(y, []), _first_tuples(x, []))])
+    assert pictures[1] == pictures[0]
+    assert any(pictures[0])
+
+
+@pytest.mark.parametrize("name", sorted(_UNSHARED_TUPLES))
+def test_nested_atomic_tuples_against_stdlib(name):
+    def scenario(impl):
+        x = _UNSHARED_TUPLES[name]()
+        return Case(x, lambda: impl.deepcopy(x))
+    assert_equivalent(scenario)
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_collector_state_kept(enabled):
     """3.10/3.11 hold the collector off for the copy: its state is as the caller left it."""
