@@ -645,6 +645,62 @@ def test_copies_hidden_after_a_hook_are_tracked_again():
     assert run(fastcopy) == want
 
 
+def test_sweep_then_finalizers_mutate_and_free_the_source():
+    """Copies hidden just before a reduction (3.12+; from the grace's end before) while the
+    collection that reduction runs fires finalizers that empty, grow and free parts of the
+    source, copied and not yet copied.  The collection runs at the same step for both, so the
+    result is the stdlib's; every copy is tracked at the end (child process: a crash fails)."""
+    import os
+    from shape import run_python
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = r"""
+import copy, gc, sys
+sys.path.insert(0, %(root)r)
+import fastcopy
+G = 1000
+
+class Bomb:
+    def __init__(self, x):
+        self.x, self.me = x, self
+    def __del__(self):
+        x = self.x
+        del x[0][: 2 * G]              # copied already: frees those source lists
+        x[0].append([-1])
+        x[2].clear()                   # not copied yet
+        x[2].extend({"k": [i, i]} for i in range(3))
+        x[3] = None                    # frees the last tail
+
+class Collects:
+    def __reduce_ex__(self, proto):
+        gc.collect()
+        return (Collects, ())
+
+def build():
+    x = [[[i] for i in range(3 * G)], Collects(), [{"k": [i]} for i in range(2 * G)],
+         [(i, [i]) for i in range(G)], Collects()]
+    Bomb(x)
+    return x
+
+def picture(y):
+    return (y[0], type(y[1]).__name__, y[2], y[3], type(y[4]).__name__)
+
+gc.disable()
+pics = []
+for impl in (copy, fastcopy):
+    x = build()
+    y = impl.deepcopy(x)
+    pics.append(picture(y))
+    lists = [v for v in y[0]] + [d for d in y[2]] + [d["k"] for d in y[2]]
+    assert all(gc.is_tracked(v) for v in lists), impl.__name__
+    del x, y, lists
+gc.enable()
+assert pics[0] == pics[1], "results differ"
+print("OK", len(pics[0][0]), len(pics[0][2]))
+"""
+    out = run_python(code % {"root": root})
+    assert out.returncode == 0 and "OK" in out.stdout, (out.stdout, out.stderr)
+
+
 class Slotted:
     __slots__ = ("a", "b")
 
