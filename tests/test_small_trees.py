@@ -272,13 +272,34 @@ class Rewriter:
         return self
 
 
+class Grower:
+    """Its copy (through __reduce_ex__, which is not shown the memo) appends `more` to
+    `target`: the list being copied grows past the copy's allocation."""
+
+    def __init__(self, target, more):
+        self.target, self.more = target, more
+
+    def __reduce_ex__(self, proto):
+        self.target.extend(self.more)
+        return (int, (0,))
+
+
 def _repeats():
     l = [1, [2]]
     d = {"k": [3]}
+
+    def grown():
+        x = [l, l]
+        x.append(Grower(x, [l] * 40 + [d, l, l]))
+        x.extend([l] * 3)
+        return x
     return {
         "runs": lambda: [l] * 5 + [d, d, l, 7, l] + [(l, l)] * 3,
+        "long_run": lambda: [[0] * 3] + [l] * 300 + [d] * 2 + [l],
         "rewritten_midway": lambda: [l, l, Rewriter(l), l, l],
         "first_copied_then_hits": lambda: [[l, l], l, l],
+        "grown_past_the_copy": grown,
+        "atom_runs": lambda: [None] * 4 + [0, 0, [1], 0, 0, (2,), (2,), "s", "s"],
     }
 
 
