@@ -1009,6 +1009,23 @@ fc_dict_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
             return -1;
         }
+#  if FC_PREFILL && FC_DICT_SLOTS
+        if (f->u.dict.ents != NULL && f->prefill && !fc_src_moved(c, f)) {
+            /* x is still its snapshot: its entries are where the frame
+               found them, and `left` (over 0: the loop's top) of them are
+               live from pos on.  No keys object, kind or entry offset to
+               find again (fc_dict_next's work at every step). */
+            PyObject **e = f->u.dict.ents + f->u.dict.pos * f->ents_stride;
+            while (e[1] == NULL) {
+                e += f->ents_stride;    /* a deleted entry */
+                f->u.dict.pos++;
+            }
+            k = e[0];
+            v = e[1];
+            f->u.dict.pos++;
+        }
+        else
+#  endif
         if (!fc_dict_next(c, x, &f->u.dict.pos, &k, &v)) {
             break;
         }
@@ -2990,6 +3007,27 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
 }
 
 #if FC_PREFILL
+/* A prefilled frame's source entries, found once (FcFrame.u.dict.ents):
+   read while fc_src_moved says x is its snapshot -- a write to x moves its
+   version tag (its stamp on 3.14+, x being watched), and only a write can
+   resize or replace its table.  GIL builds, where the layout is known. */
+FC_INLINE void
+fc_dict_frame_ents(FcCtx *c, FcFrame *f)
+{
+#if FC_DICT_SLOTS
+    FcDictKeys *dk;
+    if (c->st->dict_slots_ok && (dk = fc_dict_combined(f->x)) != NULL && dk->dk_nentries > 0) {
+        /* (the shared empty table's entries are not even aligned) */
+        Py_ssize_t stride;
+        f->u.dict.ents = fc_dict_entry(dk, 0, &stride);
+        f->ents_stride = (uint8_t)stride;
+    }
+#else
+    (void)c;
+    (void)f;
+#endif
+}
+
 /* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
    copy starts as x.copy() (see "prefill" at the top).
    FC_PUSHED | NULL+exc */
@@ -3013,6 +3051,7 @@ fc_enter_dict_prefill(FcCtx *c, PyObject *x)
         return NULL;
     }
     c->frames[c->nframes - 1].src_watched = (uint8_t)(w > 0);
+    fc_dict_frame_ents(c, &c->frames[c->nframes - 1]);
     return res;
 #else
     /* the version of the snapshot: if a finalizer changes x after it, the
@@ -3028,7 +3067,11 @@ fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 #endif
     uint64_t ver;
     PyObject *y = fc_dict_copy_ver(x, &ver);
-    return fc_push_dict(c, x, y, 1, ver);
+    PyObject *res = fc_push_dict(c, x, y, 1, ver);
+    if (res == FC_PUSHED) {
+        fc_dict_frame_ents(c, &c->frames[c->nframes - 1]);
+    }
+    return res;
 #endif
 }
 #endif
@@ -3575,6 +3618,28 @@ fc_stack_check(void)
 
 static int fc_small_scan(FcState *st, PyObject *x, int depth, int *budget);
 
+/* A dict's entries as an array, read in one pass where the layout is known
+   (fc_dict_next finds the keys object, its kind and its entries again at
+   every step): the key place of entry 0 (its value's is the next place),
+   with *n entries *stride places apart, deleted ones holding no value.
+   Valid while the dict cannot change: nothing runs on the small road.
+   NULL: use PyDict_Next (3.10, an unknown layout, an empty table) */
+FC_INLINE PyObject **
+fc_small_entries(FcState *st, PyObject *d, Py_ssize_t *n, Py_ssize_t *stride)
+{
+#if FC_DICT_SLOTS
+    FcDictKeys *dk;
+    if (FC_LIKELY(st->dict_slots_ok) && (dk = fc_dict_combined(d)) != NULL
+        && (*n = dk->dk_nentries) > 0) {
+        /* (the shared empty table's entries are not even aligned) */
+        return fc_dict_entry(dk, 0, stride);
+    }
+#else
+    (void)st; (void)d; (void)n; (void)stride;
+#endif
+    return NULL;
+}
+
 /* Does a container's non-atomic child v keep the tree small?  It must be
    referenced by its parent's slot alone -- but a tuple of atoms is itself,
    wherever else it is held.  1 | 0 */
@@ -3587,6 +3652,15 @@ fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget)
     return fc_small_scan(st, v, depth - 1, budget);
 }
 
+/* One entry of a dict that may be part of a small tree: a quiet, atomic
+   key and an atomic value, or a value that is the root of one.  1 | 0 */
+FC_INLINE int
+fc_small_scan_entry(FcState *st, PyObject *k, PyObject *v, int depth, int *budget)
+{
+    return (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & FC_DEEP_ATOMIC & st->deep_ok)
+           && (fc_deep_atomic_st(st, v) || fc_small_scan_child(st, v, depth, budget));
+}
+
 /* Is x (a container) the root of a small tree?  Reads only.  1 | 0 */
 static int
 fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
@@ -3597,13 +3671,21 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
     }
     if (tp == &PyDict_Type) {
         PyObject *k, *v;
-        Py_ssize_t pos = 0;
+        Py_ssize_t pos = 0, n, stride;
         if ((*budget -= PyDict_GET_SIZE(x)) < 0 || ((PyDictObject *)x)->ma_values != NULL) {
             return 0;
         }
-        while (fc_dict_next_st(st, x, &pos, &k, &v)) {
-            if (!(FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & FC_DEEP_ATOMIC & st->deep_ok)
-                || (!fc_deep_atomic_st(st, v) && !fc_small_scan_child(st, v, depth, budget))) {
+        PyObject **e = fc_small_entries(st, x, &n, &stride);
+        if (e != NULL) {
+            for (PyObject **end = e + n * stride; e != end; e += stride) {
+                if (e[1] != NULL && !fc_small_scan_entry(st, e[0], e[1], depth, budget)) {
+                    return 0;
+                }
+            }
+            return 1;
+        }
+        while (PyDict_Next(x, &pos, &k, &v)) {
+            if (!fc_small_scan_entry(st, k, v, depth, budget)) {
                 return 0;
             }
         }
@@ -3648,6 +3730,21 @@ fc_small_child(FcState *st, PyObject *v)
     return fc_small_copy(st, v);
 }
 
+/* y[k] = the copy of v, a container, in the copy y of a scanned dict,
+   where entry ix holds k.  0 | -1+exc */
+static int
+fc_small_copy_entry(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *k, PyObject *v)
+{
+    PyObject *w = fc_small_copy(st, v);
+    if (w == NULL) {
+        return -1;
+    }
+    /* the key is quiet: PyDict_SetItem runs no user code */
+    int r = w == v || fc_dict_put_at_st(st, y, ix, k, w) ? 0 : PyDict_SetItem(y, k, w);
+    Py_DECREF(w);
+    return r;
+}
+
 /* The copy of a container fc_small_scan accepted, nothing having run since.
    new ref | NULL+exc */
 static PyObject *
@@ -3656,28 +3753,37 @@ fc_small_copy(FcState *st, PyObject *x)
     PyTypeObject *tp = Py_TYPE(x);
     if (tp == &PyDict_Type) {
         PyObject *k, *v;
-        Py_ssize_t pos = 0;
+        Py_ssize_t pos = 0, n, stride;
         PyObject *y = fc_dict_copy(x);
         if (y == NULL) {
             return NULL;
         }
-        while (fc_dict_next_st(st, x, &pos, &k, &v)) {
+        PyObject **e = fc_small_entries(st, x, &n, &stride);
+        if (e != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++, e += stride) {
+                if (e[1] != NULL && fc_small_container(e[1])
+                    && fc_small_copy_entry(st, y, i, e[0], e[1]) < 0) {
+                    Py_DECREF(y);
+                    return NULL;
+                }
+            }
+            return y;
+        }
+        while (PyDict_Next(x, &pos, &k, &v)) {
             if (!fc_small_container(v)) {
                 continue;
             }
-            PyObject *w = fc_small_copy(st, v);
-            if (w == NULL) {
+            /* nothing runs on this road, but references cost little on
+               this rare one (3.10, an unknown layout) */
+            Py_INCREF(k);
+            Py_INCREF(v);
+            int r = fc_small_copy_entry(st, y, pos - 1, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (r < 0) {
                 Py_DECREF(y);
                 return NULL;
             }
-            /* the key is quiet: PyDict_SetItem runs no user code */
-            if (w != v && !fc_dict_put_at_st(st, y, pos - 1, k, w)
-                && PyDict_SetItem(y, k, w) < 0) {
-                Py_DECREF(w);
-                Py_DECREF(y);
-                return NULL;
-            }
-            Py_DECREF(w);
         }
         return y;
     }

@@ -616,6 +616,9 @@ typedef struct {
             PyObject *key, *val;
             Py_ssize_t done;      /* entries fully copied into y */
             uint64_t ver;         /* prefill: x's version tag when checked */
+            PyObject **ents;      /* prefill, GIL builds: x's entry 0 (its key's
+                                     place) in its snapshot's table, or NULL;
+                                     read only while x is unmoved */
         } dict;
         struct { Py_ssize_t i, since; } tuple;   /* since: fc_memo_getitem */
         struct { FcRecon *r; } recon;
@@ -628,6 +631,7 @@ typedef struct {
                            to freeze at the end, never in the memo before */
     uint8_t src_watched; /* FR_DICT prefill, 3.14+: this frame watches x
                            (plan.h, source stamps): unwatched on release */
+    uint8_t ents_stride; /* FR_DICT with u.dict.ents: places between entries */
 } FcFrame;
 
 #define FC_FRAMES_INLINE 4

@@ -77,6 +77,9 @@ def _shapes():
         "many_nodes": lambda: [{"a": [i], "b": {"c": i}} for i in range(200)],
         "deleted_entries": lambda: (lambda d: ([d.pop("k%d" % i) for i in range(5)], d)[1])(
             {"k%d" % i: [i] for i in range(10)}),
+        "deleted_dense": lambda: (lambda d: (d.pop("k1"), d)[1])(
+            {"k%d" % i: [i] if i % 2 else {"v": [i]} for i in range(10)}),
+        "empty_inner": lambda: {"a": {}, "b": [{}, {"c": {}}], "d": ({},)},
         "json_config": lambda: {"version": 3, "services": {
             "svc-%d" % i: {"name": "s%d" % i, "port": 8000 + i, "tags": ["a", "b"],
                            "limits": {"cpu": 0.5, "memory": 256}} for i in range(30)}},
@@ -91,7 +94,7 @@ def test_against_stdlib(name):
     assert_equivalent(_native(_SHAPES[name]))
 
 
-@pytest.mark.parametrize("name", ["pyperf_a", "list_root", "deleted_entries"])
+@pytest.mark.parametrize("name", ["pyperf_a", "list_root", "deleted_entries", "deleted_dense"])
 def test_with_a_memo(name):
     """A caller's memo: the walker's road, the memo filled as the stdlib fills it."""
     build = _SHAPES[name]
