@@ -623,15 +623,22 @@ typedef struct {
         struct { Py_ssize_t i, since; } tuple;   /* since: fc_memo_getitem */
         struct { FcRecon *r; } recon;
     } u;
-    uint8_t kind;
-    uint8_t phase;
-    uint8_t hooked;     /* counted in FcCtx.hook_depth */
-    uint8_t prefill;    /* FR_DICT: y started as x.copy() (see deepcopy.c) */
-    uint8_t frozen;     /* FR_DICT: x is a frozendict (3.15+), y a plain dict
-                           to freeze at the end, never in the memo before */
-    uint8_t src_watched; /* FR_DICT prefill, 3.14+: this frame watches x
-                           (plan.h, source stamps): unwatched on release */
-    uint8_t ents_stride; /* FR_DICT with u.dict.ents: places between entries */
+    union {
+        struct {
+            uint8_t kind;
+            uint8_t phase;
+            uint8_t hooked;     /* counted in FcCtx.hook_depth */
+            uint8_t prefill;    /* FR_DICT: y started as x.copy() (see deepcopy.c) */
+            uint8_t frozen;     /* FR_DICT: x is a frozendict (3.15+), y a plain
+                                   dict to freeze at the end, never in the memo
+                                   before */
+            uint8_t src_watched; /* FR_DICT prefill, 3.14+: this frame watches x
+                                   (plan.h, source stamps): unwatched on release */
+            uint8_t ents_stride; /* FR_DICT with u.dict.ents: places between
+                                    entries */
+        };
+        uint64_t flags;  /* all of them, cleared in one store (fc_push) */
+    };
 } FcFrame;
 
 #define FC_FRAMES_INLINE 4
