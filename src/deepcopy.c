@@ -626,7 +626,8 @@ fc_dict_value_at(PyObject *d, Py_ssize_t ix, PyObject *key)
    skips them.  Borrowed *pk, *pv.  1 | 0 at the end | -1 not a combined
    table (an instance's split one): use PyDict_Next */
 FC_INLINE int
-fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
+fc_dict_next_raw_ents(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv,
+                      PyObject ***ents, uint8_t *ents_stride)
 {
     FcDictKeys *dk = fc_dict_combined(d);
     if (dk == NULL) {
@@ -637,6 +638,11 @@ fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
         return 0;
     }
     PyObject **e = fc_dict_entry(dk, i, &stride);
+    if (ents != NULL) {
+        /* (fc_dict_next_ents) */
+        *ents = e - i * stride;
+        *ents_stride = (uint8_t)stride;
+    }
     while (e[1] == NULL) {
         if (++i >= n) {
             return 0;
@@ -647,6 +653,12 @@ fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
     *pv = e[1];
     *ppos = i + 1;
     return 1;
+}
+
+FC_INLINE int
+fc_dict_next_raw(PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv)
+{
+    return fc_dict_next_raw_ents(d, ppos, pk, pv, NULL, NULL);
 }
 #endif
 
@@ -683,25 +695,11 @@ FC_INLINE int
 fc_dict_next_ents(FcCtx *c, PyObject *d, Py_ssize_t *ppos, PyObject **pk, PyObject **pv,
                   PyObject ***ents, uint8_t *stride)
 {
-    FcDictKeys *dk;
-    if (FC_LIKELY(c->st->dict_slots_ok) && (dk = fc_dict_combined(d)) != NULL) {
-        Py_ssize_t i = *ppos, n = dk->dk_nentries, st;
-        if (i < 0 || i >= n) {
-            return 0;
+    if (FC_LIKELY(c->st->dict_slots_ok)) {
+        int r = fc_dict_next_raw_ents(d, ppos, pk, pv, ents, stride);
+        if (r >= 0) {
+            return r;
         }
-        PyObject **e = fc_dict_entry(dk, i, &st);
-        *ents = e - i * st;
-        *stride = (uint8_t)st;
-        while (e[1] == NULL) {
-            if (++i >= n) {
-                return 0;
-            }
-            e += st;
-        }
-        *pk = e[0];
-        *pv = e[1];
-        *ppos = i + 1;
-        return 1;
     }
     return PyDict_Next(d, ppos, pk, pv);
 }
