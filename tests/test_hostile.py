@@ -384,3 +384,46 @@ def test_dict_keys_swapped_by_reduce_equiv(shape):
             x["a"] = KeySwapper(x, "b", "z")
         return Case(x, lambda: impl.deepcopy(x))
     assert_equivalent(scenario)
+
+
+class DictReshaper:
+    """Rewrites its dict while the dict's frame is between two entries: `how` names the
+    change (a frame steps through its source's entry array only while the source is
+    unmoved)."""
+
+    def __init__(self, target, how):
+        self.target, self.how = target, how
+
+    def __reduce_ex__(self, proto):
+        d = self.target
+        if self.how == "atom_replaced":
+            d["k7"] = "new"
+        elif self.how == "moved_to_end":
+            d["k5"] = d.pop("k5")
+        elif self.how == "deleted_and_added":
+            del d["k6"]
+            d["z"] = [9]
+        elif self.how == "rebuilt":
+            items = list(d.items())
+            d.clear()
+            d.update(items)
+        elif self.how == "grown_past_resize":
+            for i in range(40):
+                d["g%d" % i] = i
+        return (str, ("H",))
+
+
+@pytest.mark.parametrize("how", ["atom_replaced", "moved_to_end", "deleted_and_added",
+                                 "rebuilt", "grown_past_resize"])
+@pytest.mark.parametrize("with_memo", [False, True])
+def test_prefilled_dict_rewritten_between_entries(how, with_memo):
+    """Atomic entries before and after a hook that rewrites the dict being copied: the copy,
+    or the error, is the stdlib's."""
+    def scenario(impl):
+        x = {"k%d" % i: i for i in range(4)}
+        x["h"] = None
+        x.update(("k%d" % i, i) for i in range(4, 10))
+        x["h"] = DictReshaper(x, how)
+        memo = {} if with_memo else None
+        return Case(x, lambda: impl.deepcopy(x, memo))
+    assert_equivalent(scenario)
