@@ -3607,14 +3607,21 @@ fc_stack_check(void)
  *     call (a collection postponed to the next allocation is unobservable,
  *     as in fc_dict_copy_ver).  So the memo could never be shown to anyone
  *     either, and the source cannot change while it is read;
- *   - at most FC_SMALL_ITEMS containers and items in all, FC_SMALL_DEPTH
- *     deep (the recursion's C stack stays a few KiB).  Past that the
- *     walker is as fast: reading every item twice (scan, then copy) costs
- *     more than the fixed costs saved (optimizer_state's 100-float lists:
- *     +26% instructions under a bound of 1024 containers), and a scan that
- *     fails late is wasted (json_config: +6% at 512 items; a container's
- *     whole size is taken from the budget as it is entered, so a big one
- *     ends the scan at once).
+ *   - at most FC_SMALL_ITEMS containers and items in all, of which at
+ *     most FC_SMALL_SEQ_ITEMS are list and tuple items, FC_SMALL_DEPTH
+ *     deep (the recursion's C stack stays a few KiB).  A container's whole
+ *     size is taken from the budgets as it is entered, so a big one ends
+ *     the scan at once.  What the road saves is a frame and the memo's
+ *     work per container (about 200 instructions); a dict's items cost
+ *     about as much either way, since the scan reads a dict's entry array
+ *     in one pass.  A list of atoms gains nothing: the walker copies it
+ *     in one tight loop, and here it is read twice (scan, then copy).  So
+ *     list items get the small budget, and a tree made of long lists
+ *     (optimizer_state's 100-float lists: +26% instructions when 1,024
+ *     containers were allowed) fails early, where a scan that fails late
+ *     is wasted (+0.7% on optimizer_state's small size, which reads 256
+ *     floats before it fails).  json_config (1,302 items, 200 of them in
+ *     lists) qualifies: 352K -> 268K instructions, below its floor.
  *
  * fc_small_scan reads the tree first and allocates nothing, so a tree that
  * does not qualify costs only that read (a few instructions an item, up to
@@ -3626,7 +3633,8 @@ fc_stack_check(void)
  */
 #if FC_PROVEN_MISS
 #define FC_SMALL 1
-#define FC_SMALL_ITEMS 128
+#define FC_SMALL_ITEMS 2048
+#define FC_SMALL_SEQ_ITEMS 256
 #define FC_SMALL_DEPTH 16
 /* fc_small_run's "not a small tree": no error, nothing made */
 #define FC_SMALL_NO ((PyObject *)(uintptr_t)2)
@@ -3711,7 +3719,7 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
         Py_ssize_t n = Py_SIZE(x);
         PyObject **items = tp == &PyList_Type ? ((PyListObject *)x)->ob_item
                                               : ((PyTupleObject *)x)->ob_item;
-        if ((*budget -= n) < 0) {
+        if ((budget[0] -= n) < 0 || (budget[1] -= n) < 0) {
             return 0;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -3867,14 +3875,15 @@ fc_small_run(FcState *st, PyObject *x)
         return FC_SMALL_NO;    /* a user's _atomic_types: asked per type */
     }
 #endif
-    int budget = FC_SMALL_ITEMS;
-    if (!fc_small_scan(st, x, FC_SMALL_DEPTH, &budget)) {
+    int budget[2] = {FC_SMALL_ITEMS, FC_SMALL_SEQ_ITEMS};
+    if (!fc_small_scan(st, x, FC_SMALL_DEPTH, budget)) {
         return FC_SMALL_NO;
     }
     /* the scan allocated nothing: no collection can have run since */
     if (Py_EnterRecursiveCall(FC_RECURSION_WHERE)) {
         return NULL;
     }
+    st->test.small_trees++;
 #if FC_GC_ANY_ALLOC
     int was = PyGC_Disable();
 #endif

@@ -8,6 +8,7 @@ too many containers, a dispatch table or atomic set edited at run time, and a ho
 import copy
 import gc
 import sys
+import sysconfig
 
 import pytest
 
@@ -419,3 +420,38 @@ print("OK", sorted(seen))
 """
     out = run_python(code % {"root": root})
     assert out.returncode == 0 and "OK" in out.stdout, (out.stdout, out.stderr)
+
+
+def _small_runs():
+    from fastcopy import _fastcopy
+    return _fastcopy._sysinfo()["small_trees"]
+
+
+def _config(services, tags=2):
+    return {"version": 3, "services": {
+        "svc-%d" % i: {"name": "s%d" % i, "port": 8000 + i, "ratio": i / 7.0, "owner": None,
+                       "tags": ["t%d" % j for j in range(tags)],
+                       "limits": {"cpu": 0.5, "memory": 256}} for i in range(services)}}
+
+
+@pytest.mark.skipif(bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                    reason="the small road proves its misses by reference counts (GIL builds)")
+@pytest.mark.parametrize("name,build,taken", [
+    # up to 2,048 items in all, of which up to 256 in lists and tuples
+    ("config_100_services", lambda: _config(100), True),
+    ("config_200_services", lambda: _config(200), False),      # 2,800 items
+    ("list_items_256", lambda: {"a": list(range(200)), "b": [0] * 56}, True),
+    ("list_items_257", lambda: {"a": list(range(200)), "b": [0] * 57}, False),
+    ("long_lists_in_dicts", lambda: {i: {"m": [0.5] * 100, "v": [0.25] * 100}
+                                     for i in range(10)}, False),
+    ("wide_dict_of_atoms", lambda: {"k%d" % i: i for i in range(2000)}, True),
+    ("deeper_than_16", lambda: _chain(17), False),
+])
+def test_road_bounds(name, build, taken):
+    """Which trees the road takes, by the call counter; each copy compared with the stdlib."""
+    x = build()
+    before = _small_runs()
+    y = fastcopy_module().deepcopy(x)
+    assert (_small_runs() > before) == taken, name
+    assert_equivalent(_native(lambda: x))
+    assert repr(y) == repr(copy.deepcopy(x))
