@@ -1,6 +1,8 @@
 """Hooks that mutate what is being copied, raise, recurse or return junk
 (SEMANTICS.md 1.3 step 8, 1.6, section 2)."""
 import copy
+import os
+import textwrap
 
 import pytest
 
@@ -410,11 +412,16 @@ class DictReshaper:
         elif self.how == "grown_past_resize":
             for i in range(40):
                 d["g%d" % i] = i
+        elif self.how == "cleared":
+            d.clear()           # the values not yet copied are freed
         return (str, ("H",))
 
 
-@pytest.mark.parametrize("how", ["atom_replaced", "moved_to_end", "deleted_and_added",
-                                 "rebuilt", "grown_past_resize"])
+_RESHAPES = ["atom_replaced", "moved_to_end", "deleted_and_added", "rebuilt",
+             "grown_past_resize", "cleared"]
+
+
+@pytest.mark.parametrize("how", _RESHAPES)
 @pytest.mark.parametrize("with_memo", [False, True])
 def test_prefilled_dict_rewritten_between_entries(how, with_memo):
     """Atomic entries before and after a hook that rewrites the dict being copied: the copy,
@@ -427,3 +434,50 @@ def test_prefilled_dict_rewritten_between_entries(how, with_memo):
         memo = {} if with_memo else None
         return Case(x, lambda: impl.deepcopy(x, memo))
     assert_equivalent(scenario)
+
+
+def test_prefilled_dict_rewritten_between_entries_in_a_child():
+    """The same rewrites, and a reducer that grows the list being copied past its copy's
+    room, in a fresh interpreter (a crash there fails this test): every outcome, copy or
+    error, equals the stdlib's."""
+    from shape import run_python
+    code = textwrap.dedent("""
+        import copy, sys
+        sys.path.insert(0, %r)
+        import fastcopy
+        from test_hostile import DictReshaper, _RESHAPES
+        from test_small_trees import Grower
+
+        def outcome(deepcopy, build, memo):
+            x = build()
+            try:
+                return "ok", repr(deepcopy(x, {} if memo else None))
+            except Exception as e:
+                return "raise", type(e).__name__, str(e)
+
+        def reshaped(how):
+            def build():
+                x = {"k%%d" %% i: i for i in range(4)}
+                x["h"] = None
+                x.update(("k%%d" %% i, [i] if i %% 3 == 0 else i) for i in range(4, 10))
+                x["h"] = DictReshaper(x, how)
+                return x
+            return build
+
+        def grown():
+            l = [1, [2]]
+            x = [l, l]
+            x.append(Grower(x, [l] * 40 + [{"d": [3]}, l, l]))
+            x.extend([l] * 3)
+            return x
+
+        builds = [reshaped(how) for how in _RESHAPES] + [grown]
+        for build in builds:
+            for memo in (False, True):
+                want = outcome(copy.deepcopy, build, memo)
+                got = outcome(fastcopy.deepcopy, build, memo)
+                assert got == want, (build, memo, got, want)
+        print("ok")
+        """) % os.path.dirname(os.path.abspath(__file__))
+    p = run_python(code)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.returncode, p.stderr[-3000:])
