@@ -29,6 +29,40 @@ def _chain(depth):
     return node
 
 
+def _left_deep(depth):
+    """depth + 1 dicts, each but the last a level deeper than its parent through a child
+    that is not its tail (the last dict or list in it: the road's loop takes that one)."""
+    node = {"leaf": 1}
+    for i in range(depth):
+        node = {"deeper": node, "tail": {"i": i}}
+    return node
+
+
+def _spines():
+    """Tails (a dict's or list's last dict or list, copied after the rest by the road's loop)
+    of every kind: dicts and lists in dicts and lists, followed by atoms and tuples, tuples
+    holding them, and chains of them."""
+    lists = [1]
+    for i in range(120):
+        lists = [i, lists]
+    mixed = {"end": [0]}
+    for i in range(40):
+        mixed = [{"i": i, "next": mixed, "after": (i, [i])}, "s"] if i % 2 else \
+            {"first": {"a": [i]}, "next": mixed, "atom": i}
+    return {
+        "spine_dict_then_atoms": lambda: {"c": {"k": [1]}, "a": 1, "b": "s", "t": (2,)},
+        "spine_two_dicts": lambda: {"a": {"x": [1]}, "b": {"y": {"z": [2]}}, "n": None},
+        "spine_list_of_dicts": lambda: [{"a": 1}, {"b": [2]}, 3, (4, [5]), "x"],
+        "spine_list_tail_in_dict": lambda: {"a": {"b": 1}, "l": [1, {"c": [2]}, [3]]},
+        "spine_tuple_holding_dicts": lambda: {"t": ({"e": 1}, [2], {"f": {"g": 3}})},
+        "spine_chain_400": lambda: _chain(400),
+        "spine_list_chain_120": lambda: lists,
+        "spine_mixed_chain": lambda: mixed,
+        "spine_left_deep": lambda: _left_deep(15),
+        "spine_left_deeper": lambda: _left_deep(20),
+    }
+
+
 class Key(str):
     """A str subclass key: its __hash__ is not the interpreter's own."""
 
@@ -88,6 +122,7 @@ def _shapes():
 
 
 _SHAPES = _shapes()
+_SHAPES.update(_spines())
 
 
 @pytest.mark.parametrize("name", sorted(_SHAPES))
@@ -422,6 +457,21 @@ print("OK", sorted(seen))
     assert out.returncode == 0 and "OK" in out.stdout, (out.stdout, out.stderr)
 
 
+def _list_chain(depth):
+    node = [0]
+    for _ in range(depth - 1):
+        node = [node]
+    return node
+
+
+def _tuple_chain(depth):
+    """depth tuples around a list (a tuple's copy needs its items first: never a tail)."""
+    node = [0]
+    for _ in range(depth):
+        node = (node,)
+    return node
+
+
 def _small_runs():
     from fastcopy import _fastcopy
     return _fastcopy._sysinfo()["small_trees"]
@@ -445,13 +495,41 @@ def _config(services, tags=2):
     ("long_lists_in_dicts", lambda: {i: {"m": [0.5] * 100, "v": [0.25] * 100}
                                      for i in range(10)}, False),
     ("wide_dict_of_atoms", lambda: {"k%d" % i: i for i in range(2000)}, True),
-    ("deeper_than_16", lambda: _chain(17), False),
+    # 16 levels deep, but a container's tail (its last dict or list) is taken by a loop at
+    # its parent's level: a chain of any depth within the budgets qualifies
+    ("chain_400", lambda: _chain(400), True),
+    ("chain_681", lambda: _chain(681), True),                    # 2,047 items
+    ("chain_682", lambda: _chain(682), False),                   # 2,050 items
+    ("list_chain_256", lambda: _list_chain(256), True),
+    ("list_chain_257", lambda: _list_chain(257), False),         # 257 list items
+    ("depth_16", lambda: _left_deep(15), True),
+    ("deeper_than_16", lambda: _left_deep(16), False),
+    ("tuples_depth_16", lambda: {"t": _tuple_chain(14)}, True),
+    ("tuples_deeper_than_16", lambda: {"t": _tuple_chain(15)}, False),
 ])
 def test_road_bounds(name, build, taken):
-    """Which trees the road takes, by the call counter; each copy compared with the stdlib."""
+    """Which trees the road takes, by the call counter; each copy compared with the stdlib
+    (whose two frames a level need a raised recursion limit for the longest chains)."""
     x = build()
     before = _small_runs()
     y = fastcopy_module().deepcopy(x)
     assert (_small_runs() > before) == taken, name
-    assert_equivalent(_native(lambda: x))
-    assert repr(y) == repr(copy.deepcopy(x))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4000))
+    try:
+        assert_equivalent(_native(lambda: x))
+        assert repr(y) == repr(copy.deepcopy(x))
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+@pytest.mark.skipif(bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                    reason="the small road proves its misses by reference counts (GIL builds)")
+@pytest.mark.parametrize("name", sorted(_spines()))
+def test_spines_take_the_road(name):
+    """The tail shapes above are copied by the road (else test_against_stdlib would test the
+    walker), but the one too deep through children that are not tails."""
+    x = _SHAPES[name]()
+    before = _small_runs()
+    fastcopy_module().deepcopy(x)
+    assert (_small_runs() > before) == (name != "spine_left_deeper"), name
