@@ -3804,6 +3804,7 @@ typedef struct {
 } FcSmallTail;
 
 static PyObject *fc_small_copy(FcState *st, PyObject *x);
+static PyObject *fc_small_copy_tuple(FcState *st, PyObject *x);
 
 /* y[k] = w, the copy of v, in the copy y of a scanned dict, where entry ix
    holds k.  0 | -1+exc */
@@ -3815,22 +3816,22 @@ fc_small_put_entry(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *k, PyObjec
     return w == v || fc_dict_put_at_st(st, y, ix, k, w) ? 0 : PyDict_SetItem(y, k, w);
 }
 
-/* The copy of a scanned container's child.  new ref | NULL+exc */
+/* The copy of a scanned tuple's item.  new ref | NULL+exc */
 FC_INLINE PyObject *
 fc_small_child(FcState *st, PyObject *v)
 {
     if (!fc_small_container(v)) {
         return Py_NewRef(v);
     }
-    return fc_small_copy(st, v);
+    return fc_small_spine(v) ? fc_small_copy(st, v) : fc_small_copy_tuple(st, v);
 }
 
-/* y[k] = the copy of v, a container, in the copy y of a scanned dict,
-   where entry ix holds k.  0 | -1+exc */
+/* y[k] = the copy of v, a tuple, in the copy y of a scanned dict, where
+   entry ix holds k.  0 | -1+exc */
 static int
 fc_small_copy_entry(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *k, PyObject *v)
 {
-    PyObject *w = fc_small_copy(st, v);
+    PyObject *w = fc_small_copy_tuple(st, v);
     if (w == NULL) {
         return -1;
     }
@@ -3869,10 +3870,43 @@ fc_small_set_tail(FcState *st, PyObject *y, FcSmallTail *t, Py_ssize_t ix, PyObj
     return prev.src == NULL ? 0 : fc_small_put_tail(st, y, &prev, fc_small_copy(st, prev.src));
 }
 
-/* The copy of a container fc_small_scan accepted, nothing having run since.
-   Each level's copy is made but for its tail (the entry there still holds
-   the source, the item there is NULL); the loop then copies the tail and
-   puts it in place, as the scan read it.  new ref | NULL+exc */
+/* The copy of a tuple fc_small_scan accepted, nothing having run since (a
+   tuple has no tail: its copy needs its items first).  new ref | NULL+exc */
+static PyObject *
+fc_small_copy_tuple(FcState *st, PyObject *x)
+{
+    if (fc_tuple_atomic_st(st, x)) {
+        return Py_NewRef(x);   /* _deepcopy_tuple: every item is itself */
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(x);
+    PyObject *y = PyTuple_New(n);
+    if (y == NULL) {
+        return NULL;
+    }
+    int same = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(x, i);
+        PyObject *w = fc_small_child(st, v);
+        if (w == NULL) {
+            Py_DECREF(y);
+            return NULL;
+        }
+        same &= w == v;
+        PyTuple_SET_ITEM(y, i, w);
+    }
+    if (same) {
+        /* every item is itself (a nested tuple of atoms comes back as it
+           is): _deepcopy_tuple returns x */
+        Py_DECREF(y);
+        return Py_NewRef(x);
+    }
+    return y;
+}
+
+/* The copy of a dict or list fc_small_scan accepted, nothing having run
+   since.  Each level's copy is made but for its tail (the entry there
+   still holds the source, the item there is NULL); the loop then copies
+   the tail and puts it in place, as the scan read it.  new ref | NULL+exc */
 static PyObject *
 fc_small_copy(FcState *st, PyObject *x)
 {
@@ -3920,7 +3954,8 @@ fc_small_copy(FcState *st, PyObject *x)
                 }
             }
         }
-        else if (tp == &PyList_Type) {
+        else {
+            /* a list */
             Py_ssize_t n = PyList_GET_SIZE(x);
             y = PyList_New(n);
             if (y == NULL) {
@@ -3942,36 +3977,10 @@ fc_small_copy(FcState *st, PyObject *x)
                     }
                     continue;
                 }
-                else if ((w = fc_small_copy(st, v)) == NULL) {
+                else if ((w = fc_small_copy_tuple(st, v)) == NULL) {
                     goto fail_y;
                 }
                 PyList_SET_ITEM(y, i, w);
-            }
-        }
-        else if (fc_tuple_atomic_st(st, x)) {
-            y = Py_NewRef(x);   /* _deepcopy_tuple: every item is itself */
-        }
-        else {
-            /* a tuple (never a tail: its copy needs its items first) */
-            Py_ssize_t n = PyTuple_GET_SIZE(x);
-            int same = 1;
-            y = PyTuple_New(n);
-            if (y == NULL) {
-                goto fail;
-            }
-            for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *v = PyTuple_GET_ITEM(x, i);
-                PyObject *w = fc_small_child(st, v);
-                if (w == NULL) {
-                    goto fail_y;
-                }
-                same &= w == v;
-                PyTuple_SET_ITEM(y, i, w);
-            }
-            if (same) {
-                /* every item is itself (a nested tuple of atoms comes back
-                   as it is): _deepcopy_tuple returns x */
-                Py_SETREF(y, Py_NewRef(x));
             }
         }
         if (root == NULL) {
