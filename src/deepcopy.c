@@ -3653,7 +3653,8 @@ fc_stack_check(void)
 #define FC_SMALL_NO ((PyObject *)(uintptr_t)2)
 #define FC_SMALL_KINDS (FK_BIT(FK_DICT) | FK_BIT(FK_LIST) | FK_BIT(FK_TUPLE))
 
-static int fc_small_scan(FcState *st, PyObject *x, int depth, int *budget);
+static int fc_small_scan_flat(FcState *st, PyObject *x, int depth, int *budget);
+static int fc_small_scan_chain(FcState *st, PyObject *x, int depth, int *budget);
 
 /* A dict's entries as an array, read in one pass where the layout is known
    (fc_dict_next finds the keys object, its kind and its entries again at
@@ -3695,10 +3696,14 @@ fc_small_spine(PyObject *v)
    other children are, the one replaced is read now, a level deeper.
    1 | 0 */
 FC_INLINE int
-fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget, PyObject **tail)
+fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget, PyObject **tail,
+                    const int tails)
 {
     if (Py_REFCNT(v) != 1) {
         return PyTuple_CheckExact(v) && fc_tuple_atomic_st(st, v);
+    }
+    if (!tails) {
+        return fc_small_scan_flat(st, v, depth - 1, budget);
     }
     if (tail != NULL && fc_small_spine(v)) {
         PyObject *prev = *tail;
@@ -3708,28 +3713,29 @@ fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget, PyObject *
         }
         v = prev;
     }
-    return fc_small_scan(st, v, depth - 1, budget);
+    return fc_small_scan_chain(st, v, depth - 1, budget);
 }
 
 /* One entry of a dict that may be part of a small tree: a quiet, atomic
    key and an atomic value, or a value that is the root of one.  1 | 0 */
 FC_INLINE int
 fc_small_scan_entry(FcState *st, PyObject *k, PyObject *v, int depth, int *budget,
-                    PyObject **tail)
+                    PyObject **tail, const int tails)
 {
     return (FK_BIT(fc_kind(Py_TYPE(k))) & FC_QUIET_KEYS & FC_DEEP_ATOMIC & st->deep_ok)
-           && (fc_deep_atomic_st(st, v) || fc_small_scan_child(st, v, depth, budget, tail));
+           && (fc_deep_atomic_st(st, v)
+               || fc_small_scan_child(st, v, depth, budget, tail, tails));
 }
 
-/* Is x (a container) the root of a small tree?  Reads only.  The last
-   dict or list in each dict and list (its tail) is read by this loop, at
-   the same depth: a chain of dicts costs no C stack.  1 | 0 */
-static int
-fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
+/* Is x (a container) the root of a small tree?  Reads only.  tails 0:
+   its children are read by recursion, depth - 1 levels of it left to them.
+   tails 1: the last dict or list in each dict and list (its tail) is read
+   by this loop, at the same depth: a chain of dicts costs no C stack.
+   Two instances, as fc_small_copy_level's (which decides the same way,
+   level for level: the copy never recurses deeper than this).  1 | 0 */
+FC_INLINE int
+fc_small_scan_level(FcState *st, PyObject *x, int depth, int *budget, const int tails)
 {
-    if (depth <= 0) {
-        return 0;
-    }
     do {
         PyTypeObject *tp = Py_TYPE(x);
         PyObject *tail = NULL;
@@ -3745,14 +3751,14 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
             PyObject **e = fc_small_entries(st, x, &n, &stride);
             if (e != NULL) {
                 for (PyObject **end = e + n * stride; e != end; e += stride) {
-                    if (e[1] != NULL && !fc_small_scan_entry(st, e[0], e[1], depth, budget, &tail)) {
+                    if (e[1] != NULL && !fc_small_scan_entry(st, e[0], e[1], depth, budget, &tail, tails)) {
                         return 0;
                     }
                 }
             }
             else {
                 while (PyDict_Next(x, &pos, &k, &v)) {
-                    if (!fc_small_scan_entry(st, k, v, depth, budget, &tail)) {
+                    if (!fc_small_scan_entry(st, k, v, depth, budget, &tail, tails)) {
                         return 0;
                     }
                 }
@@ -3768,7 +3774,7 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
             }
             for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *v = items[i];
-                if (!fc_deep_atomic_st(st, v) && !fc_small_scan_child(st, v, depth, budget, tailp)) {
+                if (!fc_deep_atomic_st(st, v) && !fc_small_scan_child(st, v, depth, budget, tailp, tails)) {
                     return 0;
                 }
             }
@@ -3777,8 +3783,29 @@ fc_small_scan(FcState *st, PyObject *x, int depth, int *budget)
             return 0;
         }
         x = tail;
-    } while (x != NULL);
+    } while (tails && x != NULL);
     return 1;
+}
+
+/* Plain recursion for FC_SMALL_DEPTH levels (all that most trees have),
+   then the tails' loop, with FC_SMALL_DEPTH levels of recursion again for
+   the children that are not tails */
+static int
+fc_small_scan_flat(FcState *st, PyObject *x, int depth, int *budget)
+{
+    if (depth <= 0) {
+        return fc_small_scan_chain(st, x, FC_SMALL_DEPTH, budget);
+    }
+    return fc_small_scan_level(st, x, depth, budget, 0);
+}
+
+static int
+fc_small_scan_chain(FcState *st, PyObject *x, int depth, int *budget)
+{
+    if (depth <= 0) {
+        return 0;
+    }
+    return fc_small_scan_level(st, x, depth, budget, 1);
 }
 
 
@@ -3803,8 +3830,18 @@ typedef struct {
     Py_ssize_t ix;
 } FcSmallTail;
 
-static PyObject *fc_small_copy(FcState *st, PyObject *x);
-static PyObject *fc_small_copy_tuple(FcState *st, PyObject *x);
+static PyObject *fc_small_copy_flat(FcState *st, PyObject *x, int room);
+static PyObject *fc_small_copy_chain(FcState *st, PyObject *x);
+static PyObject *fc_small_copy_tuple(FcState *st, PyObject *x, int room);
+
+/* The copy of a dict or list fc_small_scan accepted: by plain recursion
+   while there is room for room more levels of it, then with its tails
+   taken by a loop.  new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_small_copy(FcState *st, PyObject *x, int room)
+{
+    return room > 0 ? fc_small_copy_flat(st, x, room) : fc_small_copy_chain(st, x);
+}
 
 /* y[k] = w, the copy of v, in the copy y of a scanned dict, where entry ix
    holds k.  0 | -1+exc */
@@ -3818,20 +3855,21 @@ fc_small_put_entry(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *k, PyObjec
 
 /* The copy of a scanned tuple's item.  new ref | NULL+exc */
 FC_INLINE PyObject *
-fc_small_child(FcState *st, PyObject *v)
+fc_small_child(FcState *st, PyObject *v, int room)
 {
     if (!fc_small_container(v)) {
         return Py_NewRef(v);
     }
-    return fc_small_spine(v) ? fc_small_copy(st, v) : fc_small_copy_tuple(st, v);
+    return fc_small_spine(v) ? fc_small_copy(st, v, room) : fc_small_copy_tuple(st, v, room);
 }
 
 /* y[k] = the copy of v, a tuple, in the copy y of a scanned dict, where
    entry ix holds k.  0 | -1+exc */
 static int
-fc_small_copy_entry(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *k, PyObject *v)
+fc_small_copy_entry(FcState *st, PyObject *y, Py_ssize_t ix, PyObject *k, PyObject *v,
+                    int room)
 {
-    PyObject *w = fc_small_copy_tuple(st, v);
+    PyObject *w = fc_small_copy_tuple(st, v, room);
     if (w == NULL) {
         return -1;
     }
@@ -3857,23 +3895,31 @@ fc_small_put_tail(FcState *st, PyObject *y, const FcSmallTail *t, PyObject *w)
     return r;
 }
 
-/* Makes v, at entry or item ix of y's source (key: a dict's key, else
-   NULL), the tail; the one it replaces is copied into y now.  0 | -1+exc */
+/* v, a dict or a list at entry or item ix of y's source (key: a dict's
+   key, else NULL): copied into y now (tails 0, room levels of plain
+   recursion left), or made the tail, the one it replaces copied now.
+   0 | -1+exc */
 FC_INLINE int
 fc_small_set_tail(FcState *st, PyObject *y, FcSmallTail *t, Py_ssize_t ix, PyObject *key,
-                  PyObject *v)
+                  PyObject *v, int room, const int tails)
 {
-    FcSmallTail prev = *t;
-    t->src = v;
-    t->key = key;
-    t->ix = ix;
-    return prev.src == NULL ? 0 : fc_small_put_tail(st, y, &prev, fc_small_copy(st, prev.src));
+    FcSmallTail prev = {v, key, ix};
+    if (tails) {
+        prev = *t;
+        t->src = v;
+        t->key = key;
+        t->ix = ix;
+        if (prev.src == NULL) {
+            return 0;
+        }
+    }
+    return fc_small_put_tail(st, y, &prev, fc_small_copy(st, prev.src, room - 1));
 }
 
 /* The copy of a tuple fc_small_scan accepted, nothing having run since (a
    tuple has no tail: its copy needs its items first).  new ref | NULL+exc */
 static PyObject *
-fc_small_copy_tuple(FcState *st, PyObject *x)
+fc_small_copy_tuple(FcState *st, PyObject *x, int room)
 {
     if (fc_tuple_atomic_st(st, x)) {
         return Py_NewRef(x);   /* _deepcopy_tuple: every item is itself */
@@ -3886,7 +3932,7 @@ fc_small_copy_tuple(FcState *st, PyObject *x)
     int same = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyTuple_GET_ITEM(x, i);
-        PyObject *w = fc_small_child(st, v);
+        PyObject *w = fc_small_child(st, v, room - 1);
         if (w == NULL) {
             Py_DECREF(y);
             return NULL;
@@ -3904,11 +3950,15 @@ fc_small_copy_tuple(FcState *st, PyObject *x)
 }
 
 /* The copy of a dict or list fc_small_scan accepted, nothing having run
-   since.  Each level's copy is made but for its tail (the entry there
-   still holds the source, the item there is NULL); the loop then copies
-   the tail and puts it in place, as the scan read it.  new ref | NULL+exc */
-static PyObject *
-fc_small_copy(FcState *st, PyObject *x)
+   since.  tails 0: its children are copied by recursion, room - 1 levels
+   of it left to them.  tails 1: each level's copy is made but for its
+   tail (the entry there still holds the source, the item there is NULL),
+   then the loop copies the tail and puts it in place, as the scan read it.
+   Two instances (a constant tails), so that plain recursion, all that the
+   shallow trees most calls copy need, pays nothing for the loop.
+   new ref | NULL+exc */
+FC_INLINE PyObject *
+fc_small_copy_level(FcState *st, PyObject *x, int room, const int tails)
 {
     PyObject *root = NULL, *parent = NULL, *y;   /* parent: in root's tree */
     FcSmallTail t = {NULL, NULL, 0}, at;
@@ -3929,8 +3979,8 @@ fc_small_copy(FcState *st, PyObject *x)
                     if (e[1] == NULL || !fc_small_container(e[1])) {
                         continue;
                     }
-                    if (fc_small_spine(e[1]) ? fc_small_set_tail(st, y, &t, i, e[0], e[1]) < 0
-                                             : fc_small_copy_entry(st, y, i, e[0], e[1]) < 0) {
+                    if (fc_small_spine(e[1]) ? fc_small_set_tail(st, y, &t, i, e[0], e[1], room, tails) < 0
+                                             : fc_small_copy_entry(st, y, i, e[0], e[1], room - 1) < 0) {
                         goto fail_y;
                     }
                 }
@@ -3944,8 +3994,9 @@ fc_small_copy(FcState *st, PyObject *x)
                        on this rare one (3.10, an unknown layout) */
                     Py_INCREF(k);
                     Py_INCREF(v);
-                    int r = fc_small_spine(v) ? fc_small_set_tail(st, y, &t, pos - 1, k, v)
-                                              : fc_small_copy_entry(st, y, pos - 1, k, v);
+                    int r = fc_small_spine(v)
+                            ? fc_small_set_tail(st, y, &t, pos - 1, k, v, room, tails)
+                            : fc_small_copy_entry(st, y, pos - 1, k, v, room - 1);
                     Py_DECREF(k);
                     Py_DECREF(v);
                     if (r < 0) {
@@ -3972,12 +4023,12 @@ fc_small_copy(FcState *st, PyObject *x)
                     w = Py_NewRef(v);
                 }
                 else if (fc_small_spine(v)) {
-                    if (fc_small_set_tail(st, y, &t, i, NULL, v) < 0) {
+                    if (fc_small_set_tail(st, y, &t, i, NULL, v, room, tails) < 0) {
                         goto fail_y;   /* the items not filled are NULL */
                     }
                     continue;
                 }
-                else if ((w = fc_small_copy_tuple(st, v)) == NULL) {
+                else if ((w = fc_small_copy_tuple(st, v, room - 1)) == NULL) {
                     goto fail_y;
                 }
                 PyList_SET_ITEM(y, i, w);
@@ -4003,6 +4054,18 @@ fail:
     return NULL;
 }
 
+static PyObject *
+fc_small_copy_flat(FcState *st, PyObject *x, int room)
+{
+    return fc_small_copy_level(st, x, room, 0);
+}
+
+static PyObject *
+fc_small_copy_chain(FcState *st, PyObject *x)
+{
+    return fc_small_copy_level(st, x, 0, 1);
+}
+
 /* deepcopy(x) with a fresh memo, x an exact dict or list, as a small tree
    if it is one.  new ref | FC_SMALL_NO | NULL+exc */
 static PyObject *
@@ -4017,7 +4080,7 @@ fc_small_run(FcState *st, PyObject *x)
     }
 #endif
     int budget[2] = {FC_SMALL_ITEMS, FC_SMALL_SEQ_ITEMS};
-    if (!fc_small_scan(st, x, FC_SMALL_DEPTH, budget)) {
+    if (!fc_small_scan_flat(st, x, FC_SMALL_DEPTH, budget)) {
         return FC_SMALL_NO;
     }
     /* the scan allocated nothing: no collection can have run since */
@@ -4028,7 +4091,7 @@ fc_small_run(FcState *st, PyObject *x)
 #if FC_GC_ANY_ALLOC
     int was = PyGC_Disable();
 #endif
-    PyObject *y = fc_small_copy(st, x);
+    PyObject *y = fc_small_copy(st, x, FC_SMALL_DEPTH);
 #if FC_GC_ANY_ALLOC
     if (was) {
         PyGC_Enable();

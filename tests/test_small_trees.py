@@ -59,7 +59,7 @@ def _spines():
         "spine_list_chain_120": lambda: lists,
         "spine_mixed_chain": lambda: mixed,
         "spine_left_deep": lambda: _left_deep(15),
-        "spine_left_deeper": lambda: _left_deep(20),
+        "spine_left_deeper": lambda: _left_deep(40),
     }
 
 
@@ -495,17 +495,19 @@ def _config(services, tags=2):
     ("long_lists_in_dicts", lambda: {i: {"m": [0.5] * 100, "v": [0.25] * 100}
                                      for i in range(10)}, False),
     ("wide_dict_of_atoms", lambda: {"k%d" % i: i for i in range(2000)}, True),
-    # 16 levels deep, but a container's tail (its last dict or list) is taken by a loop at
-    # its parent's level: a chain of any depth within the budgets qualifies
+    # 16 levels of plain recursion, then 16 more, below which a container's tail (its last
+    # dict or list) is taken by a loop at its parent's level: a chain of any depth within
+    # the budgets qualifies
     ("chain_400", lambda: _chain(400), True),
     ("chain_681", lambda: _chain(681), True),                    # 2,047 items
     ("chain_682", lambda: _chain(682), False),                   # 2,050 items
     ("list_chain_256", lambda: _list_chain(256), True),
     ("list_chain_257", lambda: _list_chain(257), False),         # 257 list items
-    ("depth_16", lambda: _left_deep(15), True),
-    ("deeper_than_16", lambda: _left_deep(16), False),
-    ("tuples_depth_16", lambda: {"t": _tuple_chain(14)}, True),
-    ("tuples_deeper_than_16", lambda: {"t": _tuple_chain(15)}, False),
+    ("depth_32", lambda: _left_deep(31), True),
+    ("deeper_than_32", lambda: _left_deep(32), False),
+    ("tuples_depth_32", lambda: {"t": _tuple_chain(30)}, True),
+    ("tuples_deeper_than_32", lambda: {"t": _tuple_chain(31)}, False),
+    ("tails_below_16_levels", lambda: {"a": [[[[[[[[[[[[[[[_chain(100)]]]]]]]]]]]]]]]}, True),
 ])
 def test_road_bounds(name, build, taken):
     """Which trees the road takes, by the call counter; each copy compared with the stdlib
