@@ -49,7 +49,14 @@ def _spines():
     for i in range(40):
         mixed = [{"i": i, "next": mixed, "after": (i, [i])}, "s"] if i % 2 else \
             {"first": {"a": [i]}, "next": mixed, "atom": i}
+    branches = {"end": 1}
+    for i in range(40):
+        # past the 16 levels of plain recursion: lists and dicts with several dicts and
+        # lists in them, all but the last copied by recursion
+        branches = [{"a": i}, [i], branches, 7] if i % 2 else \
+            {"x": {"a": i}, "y": [i], "next": branches}
     return {
+        "spine_branches_below_16": lambda: branches,
         "spine_dict_then_atoms": lambda: {"c": {"k": [1]}, "a": 1, "b": "s", "t": (2,)},
         "spine_two_dicts": lambda: {"a": {"x": [1]}, "b": {"y": {"z": [2]}}, "n": None},
         "spine_list_of_dicts": lambda: [{"a": 1}, {"b": [2]}, 3, (4, [5]), "x"],
@@ -535,3 +542,47 @@ def test_spines_take_the_road(name):
     before = _small_runs()
     fastcopy_module().deepcopy(x)
     assert (_small_runs() > before) == (name != "spine_left_deeper"), name
+
+
+def _random_tree(rng, depth, budget):
+    """A random tree of exact dicts, lists and tuples over atoms, each container held by its
+    parent alone (so the small road may take it), with chains (the last dict or list, a
+    tail) and deep branches that are not tails mixed at random."""
+    atoms = [0, 1, -5, 2.5, "s", "", None, True, b"b", (1, "t"), 10 ** 30]
+    if depth <= 0 or budget[0] <= 0 or rng.random() < 0.15:
+        return rng.choice(atoms)
+    budget[0] -= 1
+    kind = rng.choice("ddlt")
+    n = rng.randrange(0 if kind != "t" else 1, 5)
+    chain = rng.random() < 0.5     # the last child goes deep, the rest stay shallow
+    kids = [_random_tree(rng, depth - 1 if (chain and i == n - 1) else
+                         min(depth - 1, rng.randrange(4)), budget) for i in range(n)]
+    if kind == "d":
+        d = {}
+        for i, v in enumerate(kids):
+            d[rng.choice(["k%d" % i, i, 1.5 * i, (i, "t"), None if i == 0 else "n%d" % i])] = v
+        if d and rng.random() < 0.2:
+            d.pop(next(iter(d)))        # a deleted entry in the source's table
+            d["late"] = rng.choice(atoms)
+        return d
+    if kind == "l":
+        return kids
+    return tuple(kids)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_trees_against_stdlib(seed):
+    """Random trees (deep chains, deep branches that are not tails, tuples between them),
+    each compared with the stdlib; about half of them within the road's bounds."""
+    import random
+    rng = random.Random(seed)
+    for _ in range(10):
+        depth = rng.choice([3, 8, 20, 40, 120])
+        x = _random_tree(rng, depth, [rng.choice([30, 300, 1500])])
+        if isinstance(x, (dict, list)):
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(limit, 4000))
+            try:
+                assert_equivalent(_native(lambda: x))
+            finally:
+                sys.setrecursionlimit(limit)
