@@ -70,6 +70,7 @@ def fragment(rng, np=None, torch=None):
     torch = _torch() if torch is None else (torch or None)
     frag = {}
     roles = {}          # name -> role (what a mutation may do to it)
+    made = {}           # name -> the node made for it
     n = 0
 
     def add(node, role):
@@ -78,6 +79,7 @@ def fragment(rng, np=None, torch=None):
         n += 1
         frag[name] = node
         roles[name] = role
+        made[name] = node
         return name
 
     if np is not None:
@@ -114,14 +116,14 @@ def fragment(rng, np=None, torch=None):
 
     def mutate():
         try:
-            return _mutate(mrng, frag, roles, np, torch)
+            return _mutate(mrng, frag, roles, made, np, torch)
         except Exception as e:  # noqa: BLE001 -- a finalizer must not raise
             return "failed: %s: %s" % (type(e).__name__, e)
 
     return frag, mutate
 
 
-def _mutate(rng, frag, roles, np, torch):
+def _mutate(rng, frag, roles, made, np, torch):
     names = [k for k in roles if k in frag]
     if not names:
         return "nothing left"
@@ -129,15 +131,20 @@ def _mutate(rng, frag, roles, np, torch):
     for _ in range(rng.randint(1, 3)):
         name = rng.choice(names)
         try:
-            _step(rng, frag, roles, np, torch, name, done)
+            _step(rng, frag, roles, made, np, torch, name, done)
         except Exception as e:  # noqa: BLE001 -- e.g. a storage set_() made unresizable
             done.append("%s failed: %s" % (name, type(e).__name__))
     return ", ".join(done) or "nothing"
 
 
-def _step(rng, frag, roles, np, torch, name, done):
+def _step(rng, frag, roles, made, np, torch, name, done):
     role = roles[name]
     node = frag.get(name)
+    if node is not None and node is not made[name]:
+        # the finalizer fuzz's own bombs put something else there (a fresh dict: its role's
+        # `node[...] = v` would add an Ellipsis key, a value no graph holds)
+        done.append("%s replaced: left" % name)
+        return
     if node is not None:
         what = rng.random()
         if what < 0.15:
