@@ -3631,8 +3631,8 @@ fc_stack_check(void)
  *     floats before it fails).  json_config (1,302 items, 200 of them in
  *     lists) qualifies: 352K -> 268K instructions, below its floor.
  *
- * fc_small_scan reads the tree first and allocates nothing, so a tree that
- * does not qualify costs only that read (a few instructions an item, up to
+ * fc_small_scan_flat reads the tree first and allocates nothing, so a tree
+ * that does not qualify costs only that read (a few instructions an item, up to
  * the first thing that disqualifies it) before the walker takes it from
  * the top; fc_small_copy then copies what was read, with nothing run in
  * between.  A dict is x.copy() (its key table cloned) with only its
@@ -3697,8 +3697,9 @@ fc_small_spine(PyObject *v)
    referenced by its parent's slot alone -- but a tuple of atoms is itself,
    wherever else it is held.  In a dict or a list (tail not NULL) a child
    that is a dict or a list is the container's tail until a later one
-   replaces it: the tail is read by fc_small_scan's loop once its parent's
-   other children are, the one replaced is read now, a level deeper.
+   replaces it: the tail is read by fc_small_scan_level's loop once its
+   parent's other children are, the one replaced is read now, a level
+   deeper.
    1 | 0 */
 FC_INLINE int
 fc_small_scan_child(FcState *st, PyObject *v, int depth, int *budget, PyObject **tail,
@@ -3756,7 +3757,8 @@ fc_small_scan_level(FcState *st, PyObject *x, int depth, int *budget, const int 
             PyObject **e = fc_small_entries(st, x, &n, &stride);
             if (e != NULL) {
                 for (PyObject **end = e + n * stride; e != end; e += stride) {
-                    if (e[1] != NULL && !fc_small_scan_entry(st, e[0], e[1], depth, budget, &tail, tails)) {
+                    if (e[1] != NULL
+                        && !fc_small_scan_entry(st, e[0], e[1], depth, budget, &tail, tails)) {
                         return 0;
                     }
                 }
@@ -3779,7 +3781,8 @@ fc_small_scan_level(FcState *st, PyObject *x, int depth, int *budget, const int 
             }
             for (Py_ssize_t i = 0; i < n; i++) {
                 PyObject *v = items[i];
-                if (!fc_deep_atomic_st(st, v) && !fc_small_scan_child(st, v, depth, budget, tailp, tails)) {
+                if (!fc_deep_atomic_st(st, v)
+                    && !fc_small_scan_child(st, v, depth, budget, tailp, tails)) {
                     return 0;
                 }
             }
@@ -3814,7 +3817,7 @@ fc_small_scan_chain(FcState *st, PyObject *x, int depth, int *budget)
 }
 
 
-/* Is v, in a tree fc_small_scan accepted, a container?  Everything else
+/* Is v, in a tree the scan accepted, a container?  Everything else
    there is atomic, of an exact type of the atomic kinds, none of which is
    flagged as a dict, list or tuple: one test of the type's flags instead
    of the kind's chain.  1 | 0 */
@@ -3839,7 +3842,7 @@ static PyObject *fc_small_copy_flat(FcState *st, PyObject *x, int room);
 static PyObject *fc_small_copy_chain(FcState *st, PyObject *x);
 static PyObject *fc_small_copy_tuple(FcState *st, PyObject *x, int room);
 
-/* The copy of a dict or list fc_small_scan accepted: by plain recursion
+/* The copy of a dict or list the scan accepted: by plain recursion
    while there is room for room more levels of it, then with its tails
    taken by a loop.  new ref | NULL+exc */
 FC_INLINE PyObject *
@@ -3921,7 +3924,7 @@ fc_small_set_tail(FcState *st, PyObject *y, FcSmallTail *t, Py_ssize_t ix, PyObj
     return fc_small_put_tail(st, y, &prev, fc_small_copy(st, prev.src, room - 1));
 }
 
-/* The copy of a tuple fc_small_scan accepted, nothing having run since (a
+/* The copy of a tuple the scan accepted, nothing having run since (a
    tuple has no tail: its copy needs its items first).  new ref | NULL+exc */
 static PyObject *
 fc_small_copy_tuple(FcState *st, PyObject *x, int room)
@@ -3954,7 +3957,7 @@ fc_small_copy_tuple(FcState *st, PyObject *x, int room)
     return y;
 }
 
-/* The copy of a dict or list fc_small_scan accepted, nothing having run
+/* The copy of a dict or list the scan accepted, nothing having run
    since.  tails 0: its children are copied by recursion, room - 1 levels
    of it left to them.  tails 1: each level's copy is made but for its
    tail (the entry there still holds the source, the item there is NULL),
@@ -3984,8 +3987,10 @@ fc_small_copy_level(FcState *st, PyObject *x, int room, const int tails)
                     if (e[1] == NULL || !fc_small_container(e[1])) {
                         continue;
                     }
-                    if (fc_small_spine(e[1]) ? fc_small_set_tail(st, y, &t, i, e[0], e[1], room, tails) < 0
-                                             : fc_small_copy_entry(st, y, i, e[0], e[1], room - 1) < 0) {
+                    v = e[1];
+                    if (fc_small_spine(v)
+                            ? fc_small_set_tail(st, y, &t, i, e[0], v, room, tails) < 0
+                            : fc_small_copy_entry(st, y, i, e[0], v, room - 1) < 0) {
                         goto fail_y;
                     }
                 }
