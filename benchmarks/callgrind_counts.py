@@ -162,7 +162,7 @@ def main(argv=None):
         p.error("--patched needs --impl fastcopy or copium")
     if args.own and args.impl != "fastcopy":
         p.error("--own counts fastcopy's own functions: --impl fastcopy")
-    python = os.path.realpath(sys.executable)
+    python = sys.executable   # a venv's own path: its realpath would lose the venv's packages
     if args.realistic:
         from fastcopy import _realistic
         names = args.workload or [w.name for w in _realistic.WORKLOADS]
