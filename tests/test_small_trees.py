@@ -586,3 +586,107 @@ def test_random_trees_against_stdlib(seed):
                 assert_equivalent(_native(lambda: x))
             finally:
                 sys.setrecursionlimit(limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small trees inside a walk the road does not take (a hook keeps the call off it): the memo a
+# hook sees between them and the copies it takes out of it, entry by entry, as the stdlib's.
+# ---------------------------------------------------------------------------------------------
+
+
+class Grab:
+    """A hook that returns what the memo holds for target (its copy, if it was copied)."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __deepcopy__(self, memo):
+        return memo.get(id(self.target), "not in the memo")
+
+
+def _rows(n, shared=None):
+    return [{"a": i, "b": "x", "c": [i, 2] if shared is None else shared} for i in range(n)]
+
+
+def _with_hooks(make):
+    """src between two hooks that log the memo, then a hook that takes a copy from it."""
+    def scenario(impl):
+        log = []
+        src = make()
+        inner = _containers(src)
+        target = inner[len(inner) // 2]
+        x = [MemoLog(log, src), src, MemoLog(log, src), Grab(target)]
+        return Case(x, lambda: impl.deepcopy(x), log=log)
+    return scenario
+
+
+def _walk_shapes():
+    shared = [7, 8]
+    def cyclic():
+        d = {"a": [1]}
+        d["self"] = d
+        return [d, {"b": [2]}]
+    return {
+        "rows": lambda: _rows(20),
+        "rows_sharing_a_list": lambda: _rows(10, shared),
+        "tuples_in_rows": lambda: [{"t": (i, [i]), "u": ((1, 2), [(3, [4])]), "v": ()}
+                                   for i in range(6)],
+        "chain_in_a_list": lambda: [_chain(40), {"x": 1}],
+        "big_dict_of_small_dicts": lambda: {"k%d" % i: {"v": [i], "w": {}} for i in range(100)},
+        "cycle": cyclic,
+        "dict_in_tuple": lambda: [({"a": [1]}, {"b": (2, [3])}), {"c": {"d": {"e": []}}}],
+        "empty_dicts": lambda: [{}, {"a": {}}, {"b": []}],
+        "dict_with_a_deleted_entry": lambda: [_deleted_entry(i) for i in range(4)],
+    }
+
+
+def _deleted_entry(i):
+    d = {"gone": [0], "a": [i], "b": {"c": (i, [i])}}
+    del d["gone"]
+    d["late"] = {"z": [i]}
+    return d
+
+
+_WALK_SHAPES = _walk_shapes()
+
+
+@pytest.mark.parametrize("name", sorted(_WALK_SHAPES))
+def test_memo_between_hooks(name):
+    """Each shape between two hooks that log the memo (entries in order, keep-alive list) and
+    a hook that takes a copy out of it: the same as the stdlib's, results and aliasing too."""
+    std = assert_equivalent(_with_hooks(_WALK_SHAPES[name]))
+    assert std["log"][1][0]   # the second hook saw entries
+
+
+@pytest.mark.parametrize("name", sorted(_WALK_SHAPES))
+def test_walk_shapes_with_a_fresh_memo(name):
+    assert_equivalent(_native(_WALK_SHAPES[name]))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_trees_between_hooks(seed):
+    """Random trees (the small road's, some past its bounds) in a list with hooks that log
+    the memo and take copies out of it at random places, compared with the stdlib."""
+    import random
+
+    def scenario(impl):
+        r = random.Random(seed)
+        log = []
+        items = [_random_tree(r, r.choice([2, 4, 8, 30]), [r.choice([5, 40, 200])])
+                 for _ in range(r.randrange(2, 8))]
+        inner = _containers(items)
+        x = []
+        for it in items:
+            x.append(it)
+            if r.random() < 0.5:
+                x.append(MemoLog(log, items))
+            if inner and r.random() < 0.5:
+                x.append(Grab(r.choice(inner)))
+        return Case(x, lambda: impl.deepcopy(x), log=log)
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4000))
+    try:
+        assert_equivalent(scenario)
+    finally:
+        sys.setrecursionlimit(limit)
