@@ -501,9 +501,7 @@ fc_list_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 while (k < lim && from[k] == item) {
                     to[k++] = hit_copy;
                 }
-                for (Py_ssize_t j = 0; j < k; j++) {
-                    Py_INCREF(hit_copy);
-                }
+                fc_incref_n(hit_copy, k);
                 Py_SET_SIZE(yl, n + k);
                 f->u.list.i = i + k;
                 c->native.hits += k + 1;

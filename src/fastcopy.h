@@ -779,6 +779,29 @@ fc_ft_incref_n(PyObject *o, Py_ssize_t n)
 #  define FC_FT_REPIN2(c, a, b) ((void)0)
 #endif
 
+/* Py_INCREF(o) n times (n >= 0) in one write, on builds with the GIL: n
+   increments of one object in a row are a chain of writes to one word,
+   each waiting for the last (a list's run of one memo hit, [l] * 100:
+   about 5% of deepcopy([l] * 100) on 3.14), where one add is one write.
+   The count is set through Py_SET_REFCNT, which leaves an immortal object
+   alone (3.12+); a count near the immortal range (or one so read) and
+   debug and statistics builds, which account for every increment, count
+   one at a time. */
+FC_INLINE void
+fc_incref_n(PyObject *o, Py_ssize_t n)
+{
+#if !FC_FT && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+    Py_ssize_t cur = Py_REFCNT(o);
+    if (cur < ((Py_ssize_t)1 << 29) && n < ((Py_ssize_t)1 << 29)) {
+        Py_SET_REFCNT(o, cur + n);
+        return;
+    }
+#endif
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(o);
+    }
+}
+
 /* "A frame was pushed, no result yet": a pointer that is never an
    object's (objects are aligned), so no part has to define it. */
 #define FC_PUSHED ((PyObject *)(uintptr_t)1)

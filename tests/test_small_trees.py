@@ -690,3 +690,46 @@ def test_random_trees_between_hooks(seed):
         assert_equivalent(scenario)
     finally:
         sys.setrecursionlimit(limit)
+
+
+class _Fixed:
+    """A hook whose copy is always the same object (itself immortal or not)."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def __deepcopy__(self, memo):
+        return self.result
+
+
+@pytest.mark.parametrize("make", [
+    lambda: [1.5, "s"],                 # a list: its copy, 100 times
+    lambda: _Fixed([7]),                # a hook's copy, a list the hook keeps
+    lambda: _Fixed(None),               # ... an immortal one on 3.12+
+    lambda: _Fixed(10 ** 30),
+], ids=["list", "hook_list", "hook_none", "hook_int"])
+def test_runs_of_one_memo_hit_count_every_reference(make):
+    """[o] * 100 and a run after other items: the copy of o is referenced 100 times by each
+    result, as the stdlib counts it, and every count is back once the results are dropped
+    (a list's run of one memo hit is counted in one write on builds with the GIL)."""
+    for impl in (copy, fastcopy_module()):
+        if impl is None:
+            continue
+        o = make()
+        x = [o] * 100 + [0, o, o, 5] + [o] * 30
+        first = impl.deepcopy(o)
+        watched = first if isinstance(o, _Fixed) else None
+        base = sys.getrefcount(watched) if watched is not None else None
+        y = impl.deepcopy(x)
+        c = y[0]
+        assert all(y[i] is c for i in range(100)) and y[101] is c and y[102] is c
+        assert all(v is c for v in y[104:]) and y[100] == 0 and y[103] == 5
+        if not isinstance(o, _Fixed):
+            assert c is not o and c == o
+            assert sys.getrefcount(c) == 133 + 1
+        elif base is not None and watched is not None and sys.getrefcount(watched) < 10 ** 8:
+            assert sys.getrefcount(watched) == base + 133
+        del y, c
+        gc.collect()
+        if base is not None and base < 10 ** 8:
+            assert sys.getrefcount(watched) == base
