@@ -779,18 +779,19 @@ fc_ft_incref_n(PyObject *o, Py_ssize_t n)
 #  define FC_FT_REPIN2(c, a, b) ((void)0)
 #endif
 
-/* Py_INCREF(o) n times (n >= 0) in one write, on builds with the GIL.  On
-   3.12+ each Py_INCREF tests the count for immortality before it writes,
-   so the compiler cannot fold n of them into one add (a list's run of one
-   memo hit, [l] * 100: pyperformance's memo payload took 11,055
-   instructions on 3.14, 10,268 with this).  The count is set through
-   Py_SET_REFCNT, which leaves an immortal object alone (3.12+); a count
-   near the immortal range (or one so read) and debug and statistics
-   builds, which account for every increment, count one at a time. */
+/* Py_INCREF(o) n times (n >= 0) in one write, on 3.12+ builds with the
+   GIL.  There each Py_INCREF tests the count for immortality before it
+   writes, so the compiler cannot fold n of them into one add (a list's
+   run of one memo hit, [l] * 100: pyperformance's memo payload took
+   11,055 instructions on 3.14, 10,268 with this); 3.10/3.11's plain
+   increments it folds itself.  The count is set through Py_SET_REFCNT,
+   which leaves an immortal object alone; a count near the immortal range
+   (or one so read) and debug and statistics builds, which account for
+   every increment, count one at a time. */
 FC_INLINE void
 fc_incref_n(PyObject *o, Py_ssize_t n)
 {
-#if !FC_FT && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+#if FC_PY312_PLUS && !FC_FT && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
     Py_ssize_t cur = Py_REFCNT(o);
     if (cur < ((Py_ssize_t)1 << 29) && n < ((Py_ssize_t)1 << 29)) {
         Py_SET_REFCNT(o, cur + n);
