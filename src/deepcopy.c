@@ -3211,7 +3211,7 @@ fc_enter_list(FcCtx *c, PyObject *x)
                 break;
             }
 #if FC_FT
-            fc_ft_incref_n(item, k);
+            fc_incref_n(item, k);
             for (Py_ssize_t j = 0; j < k; j++) {
                 PyList_SET_ITEM(y, i + j, item);
             }

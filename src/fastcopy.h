@@ -750,15 +750,35 @@ typedef struct FcCtx {
         Py_XDECREF(fc_old0_);                                           \
         Py_XDECREF(fc_old1_);                                           \
     } while (0)
-/* Py_INCREF(o) n times (n >= 1) in one count: on 3.13t, what its Py_INCREF
-   does with n for 1 -- a thread that does not own o adds to the shared
-   count once, instead of n writes to a line other threads want (a run of
-   one object in a list: docs/free-threading.md, "Shared atoms").  Other
-   versions (and debug or statistics builds) count one at a time. */
+#else
+#  define FC_FT_INCREF(o) ((void)0)
+#  define FC_FT_DECREF(o) ((void)0)
+#  define FC_FT_PIN2(c, a, b) ((void)0)
+#  define FC_FT_REPIN2(c, a, b) ((void)0)
+#endif
+
+/* Py_INCREF(o) n times (n >= 0), in one count where the build allows it
+   (a run of one object in a list: a run of one memo hit, [l] * 100, or on
+   free-threaded builds a run of one atom).  Debug and statistics builds,
+   which account for every increment, count one at a time, as does every
+   build not named here (3.10/3.11's plain increments the compiler folds
+   itself):
+   - 3.13t (pyver.h, FC_FT_SPLIT_COUNT): what its Py_INCREF does with n
+     for 1 -- a thread that does not own o adds to the shared count once,
+     instead of n writes to a line other threads want
+     (docs/free-threading.md, "Shared atoms");
+   - 3.12+ with the GIL (pyver.h, FC_INCREF_TESTS_IMMORTAL): each
+     Py_INCREF tests the count for immortality before it writes, so the
+     compiler cannot fold n of them into one add (pyperformance's memo
+     payload took 11,055 instructions on 3.14, 10,268 with the add).  The
+     count is set through Py_SET_REFCNT, which leaves an immortal object
+     alone; a count near the immortal range (or one so read) is counted
+     one at a time. */
 FC_INLINE void
-fc_ft_incref_n(PyObject *o, Py_ssize_t n)
+fc_incref_n(PyObject *o, Py_ssize_t n)
 {
-#  if FC_FT_SPLIT_COUNT && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+#if !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+#  if FC_FT_SPLIT_COUNT
     uint32_t local = _Py_atomic_load_uint32_relaxed(&o->ob_ref_local);
     if (local == UINT32_MAX) {
         return;     /* immortal */
@@ -767,36 +787,13 @@ fc_ft_incref_n(PyObject *o, Py_ssize_t n)
         _Py_atomic_add_ssize(&o->ob_ref_shared, n << _Py_REF_SHARED_SHIFT);
         return;
     }
-#  endif
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_INCREF(o);
-    }
-}
-#else
-#  define FC_FT_INCREF(o) ((void)0)
-#  define FC_FT_DECREF(o) ((void)0)
-#  define FC_FT_PIN2(c, a, b) ((void)0)
-#  define FC_FT_REPIN2(c, a, b) ((void)0)
-#endif
-
-/* Py_INCREF(o) n times (n >= 0) in one write, on 3.12+ builds with the
-   GIL.  There each Py_INCREF tests the count for immortality before it
-   writes, so the compiler cannot fold n of them into one add (a list's
-   run of one memo hit, [l] * 100: pyperformance's memo payload took
-   11,055 instructions on 3.14, 10,268 with this); 3.10/3.11's plain
-   increments it folds itself.  The count is set through Py_SET_REFCNT,
-   which leaves an immortal object alone; a count near the immortal range
-   (or one so read) and debug and statistics builds, which account for
-   every increment, count one at a time. */
-FC_INLINE void
-fc_incref_n(PyObject *o, Py_ssize_t n)
-{
-#if FC_PY312_PLUS && !FC_FT && !defined(Py_REF_DEBUG) && !defined(Py_STATS)
+#  elif FC_INCREF_TESTS_IMMORTAL
     Py_ssize_t cur = Py_REFCNT(o);
     if (cur < ((Py_ssize_t)1 << 29) && n < ((Py_ssize_t)1 << 29)) {
         Py_SET_REFCNT(o, cur + n);
         return;
     }
+#  endif
 #endif
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_INCREF(o);

@@ -104,7 +104,13 @@
  *                         before user code runs)
  *   FC_FT_SPLIT_COUNT     3.13t: the split count's fields (ob_ref_local,
  *                         ob_ref_shared) read and added to directly
- *                         (fastcopy.h fc_ft_incref_n, cowdict.c)
+ *                         (fastcopy.h fc_incref_n, cowdict.c)
+ *   FC_INCREF_TESTS_IMMORTAL  3.12+ GIL builds: Py_INCREF tests the count
+ *                         for immortality (PEP 683) before it writes, so n
+ *                         increments no longer fold into one add, and
+ *                         Py_SET_REFCNT leaves an immortal object alone:
+ *                         fastcopy.h's fc_incref_n adds a run through it
+ *                         (3.10/3.11's plain increments fold by themselves)
  *   FC_CS_PARKS_ON_HELD   3.13t: a critical section on a lock the thread
  *                         already holds parks on it (cowdict.c checks
  *                         first, as 3.14 does itself)
@@ -161,6 +167,7 @@
 #define FC_GC_HEADER_READ (!FC_PYVER_FT && !FC_PY315_PLUS)
 #define FC_GC_ANY_ALLOC (!FC_PY312_PLUS)
 #define FC_FT_SPLIT_COUNT (FC_PYVER_FT && !FC_PY314_PLUS)
+#define FC_INCREF_TESTS_IMMORTAL (FC_PY312_PLUS && !FC_PYVER_FT)
 #define FC_CS_PARKS_ON_HELD (FC_PYVER_FT && !FC_PY314_PLUS)
 #define FC_DICT_KNOWN_HASH (PY_VERSION_HEX < 0x03100000)
 #if FC_PY315_PLUS && defined(PyFrozenDict_CheckExact)
