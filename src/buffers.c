@@ -28,6 +28,7 @@
  */
 #include "fastcopy.h"
 #include "buffers.h"
+#include "memo.h"
 #include "state.h"
 
 FC_INTERNAL_DATA const FcBackend *const fc_backends[] = {
@@ -59,6 +60,12 @@ fc_buffer_deep(FcCtx *c, PyObject *x, int kind)
 {
     int i = (kind >> FB_SHIFT) - 1;
     if (i < 0 || i >= fc_nbackends || fc_backends[i]->deep == NULL) {
+        return NULL;
+    }
+    /* a backend may release the GIL for a big copy, and another thread may
+       then make references: the memo's deferred entries first (memo.c,
+       "Deferred subtrees") */
+    if (c->native.nsubs > 0 && fc_memo_expand(&c->native) < 0) {
         return NULL;
     }
     return fc_backends[i]->deep(c, x, kind & FB_LOCAL_MAX);

@@ -190,10 +190,27 @@ fc_flat_missed(FcCtx *c, PyObject *x)
            && fc_flat_tuple(c, x);
 }
 
+/* fc_before_user_code's work when there is some: the entries below the
+   small subtrees copied so far ("Small subtrees"), then the byte copies
+   recorded (defer.c).  0 | -1+exc */
+FC_NOINLINE int
+fc_before_user_code_work(FcCtx *c)
+{
+    if (c->native.nsubs > 0 && fc_memo_expand(&c->native) < 0) {
+        return -1;
+    }
+    return fc_defer_flush(c);
+}
+
 FC_INTERNAL_INLINE int
 fc_before_user_code(FcCtx *c, int show)
 {
-    if (fc_defer_flush(c) < 0) {
+    /* one test for both (fc_defer_flush's own, inlined at each of these
+       calls, and a second one for the memo's deferred entries cost
+       dict_int_str 1.5% of our instructions: the walker's loop compiled
+       differently) */
+    c->ambient = 0;
+    if (FC_UNLIKELY((c->nops | c->native.nsubs) != 0) && fc_before_user_code_work(c) < 0) {
         return -1;
     }
     if (show) {
@@ -3046,6 +3063,18 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
     return FC_PUSHED;
 }
 
+#if FC_PROVEN_MISS
+/* fc_small_run's and fc_sub_run's "not a small tree": no error, nothing made */
+#define FC_SMALL_NO ((PyObject *)(uintptr_t)2)
+#endif
+/* Small trees inside a walk ("Small subtrees" below): counted references,
+   no collection inside the walk's allocations, and prefilled dicts (where
+   the road is asked) */
+#define FC_SUB_ROAD (FC_PROVEN_MISS && !FC_GC_ANY_ALLOC && FC_PREFILL)
+#if FC_SUB_ROAD
+static PyObject *fc_sub_run(FcCtx *c, PyObject *x);
+#endif
+
 #if FC_PREFILL
 /* An exact dict, deep_ok, memo native, not shared, memo lookup missed: its
    copy starts as x.copy() (see "prefill" at the top).
@@ -3053,6 +3082,18 @@ fc_push_dict(FcCtx *c, PyObject *x, PyObject *y, int prefill, uint64_t ver)
 static PyObject *
 fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
+#if FC_SUB_ROAD
+    /* a small tree below it: no frames ("Small subtrees").  Asked here, out
+       of the walker's loop, which the test perturbed (dict_int_str +1.5% of
+       our instructions, none of them on this road) */
+    if (((PyDictObject *)x)->ma_values == NULL && c->sub_credit > 0 && c->hook_depth == 0
+        && c->nframes > 0 && PyDict_GET_SIZE(x) > 1) {
+        PyObject *y = fc_sub_run(c, x);
+        if (y != FC_SMALL_NO) {
+            return y;
+        }
+    }
+#endif
 #if !FC_HAVE_DICT_VERSION
     /* 3.14+: no version tag; x is watched while its frame lives, and the
        stamp is read before the snapshot (plan.h, source stamps) */
@@ -3652,8 +3693,6 @@ fc_stack_check(void)
 #define FC_SMALL_ITEMS 2048
 #define FC_SMALL_SEQ_ITEMS 256
 #define FC_SMALL_DEPTH 16
-/* fc_small_run's "not a small tree": no error, nothing made */
-#define FC_SMALL_NO ((PyObject *)(uintptr_t)2)
 #define FC_SMALL_KINDS (FK_BIT(FK_DICT) | FK_BIT(FK_LIST) | FK_BIT(FK_TUPLE))
 
 static int fc_small_scan_flat(FcState *st, PyObject *x, int depth, int *budget);
@@ -4108,6 +4147,126 @@ fc_small_run(FcState *st, PyObject *x)
     Py_LeaveRecursiveCall();
     return y;
 }
+
+/*
+ * Small subtrees.  A call the small road does not take (too big, a hook
+ * somewhere) still meets small trees as it walks: the rows of a table, the
+ * messages of a log, the sections of a big config, each a dict of atoms
+ * with a list or a dict or two inside.  The walker spends a frame, a
+ * dispatch and the memo's work on each of those containers, about 720
+ * instructions of our own for a row {"a": i, "b": "x", "c": [i, 2]}; the
+ * small road's scan and copy of it cost about 410.  So a dict the walker
+ * enters after its memo lookup missed is scanned as a small tree, within
+ * budgets of its own, and if it is one, copied by fc_small_copy.
+ *
+ * What differs from a whole call is the memo: it lives on.  The stdlib's
+ * would hold an entry and a keep-alive for every container below the dict,
+ * and filling those at once cost as much as the frames saved (tried: 253
+ * instructions a row, on top of the road's 410).  But nobody can tell
+ * whether they are there until code other than ours runs: a lookup of one
+ * of them needs a second reference to it, and the scan took only
+ * containers referenced once, by their parent, which the road read once;
+ * only user code can make another (a reductor handing one back, a hook
+ * storing one where the walk goes next), and only user code can look at
+ * the memo.  So the road stores the dict's own entry and keep-alive as
+ * the walker would, and records the subtree (memo.c, "Deferred
+ * subtrees"); the entries below it are made, in the stdlib's order and in
+ * their place, just before anything else runs (fc_before_user_code) or the
+ * memo is read as a whole (fc_memo_sync, a ghost's place) -- and never, in
+ * a call that runs nothing after its rows.  Where user code does run after
+ * subtrees, the entries after them move up and the index is built again:
+ * the road is then off for the rest of the call, so that a walk that
+ * alternates rows and hooks does not pay that once a row.
+ *
+ * Two more ways for other code to run, which must find the entries made:
+ * a buffer backend may release the GIL for a big copy (another thread may
+ * then make references), so they are made before one is called; and the
+ * last reference to an object user code handed the walker (a reduce
+ * value, its args and state, a hook frame's parts) may be dropped when
+ * its frame ends, running a finalizer without fc_before_user_code, so the
+ * road is taken only while no such frame is on the stack (FcCtx.hook_depth
+ * 0).  Only on 3.12+ with the GIL (FC_PROVEN_MISS: counted references; and
+ * no collection outside the eval breaker -- on 3.10/3.11 a finalizer could
+ * run inside any allocation of the walk, where nothing would fill the
+ * entries first), where the memo is the native table of a call given no
+ * memo (a caller's dict or mapping is asked by its own methods, and a
+ * lent table lives on after the call), with no deep=/share= (user code
+ * per object), no profiler and no replicate() tape (they count frames).
+ * The scan of a dict that is not a small tree is lost work: every one
+ * that fails takes a credit, every one that succeeds gives one back, and
+ * a call out of credit stops trying, so a copy made of big or shared
+ * dicts pays at most FC_SUB_CREDIT failed scans of FC_SUB_ITEMS items
+ * more than any that succeed (8: with 32, optimizer_state's dicts of
+ * 100-float lists paid 1.1% more of our instructions).  A dict of atoms
+ * alone is copied with no record (nothing below it to make later).  A
+ * dict of one entry is not even scanned (pyperformance's {'a': True}),
+ * nor an instance's split __dict__, which the scan turns down
+ * (pyperformance's dataclass states, scanned 30 times a round, cost its
+ * copy 2.5% more of our instructions).  Lists are not tried: a list of
+ * atoms is already one tight loop in the walker, and a list of dicts has
+ * its dicts tried.  Measured: docs/performance.md, "Small trees inside a
+ * walk".
+ */
+#if FC_SUB_ROAD
+#define FC_SUB_ITEMS 128
+#define FC_SUB_SEQ_ITEMS 64
+#define FC_SUB_CREDIT 8
+
+/* x, an exact dict the walker enters with the native memo, its lookup
+   just missed, no frame of user code's objects open (FcCtx.hook_depth 0)
+   and x not the call's own root (the small road's wider scan turned that
+   down already): copied on the small road if it is a small tree ("Small
+   subtrees").  new ref | FC_SMALL_NO | NULL+exc */
+FC_NOINLINE PyObject *
+fc_sub_run(FcCtx *c, PyObject *x)
+{
+    FcState *st = c->st;
+    if (c->native.sub_off) {
+        c->sub_credit = 0;      /* some were expanded: no more (memo.c) */
+        return FC_SMALL_NO;
+    }
+    if ((st->deep_ok & FC_SMALL_KINDS) != FC_SMALL_KINDS) {
+        return FC_SMALL_NO;
+    }
+#if FC_ATOMIC_FIRST
+    if (!st->deep_atomic_std) {
+        return FC_SMALL_NO;    /* a user's _atomic_types: asked per type */
+    }
+#endif
+    int budget[2] = {FC_SUB_ITEMS, FC_SUB_SEQ_ITEMS};
+    if (!fc_small_scan_flat(st, x, FC_SMALL_DEPTH, budget)) {
+        c->sub_credit--;
+        return FC_SMALL_NO;
+    }
+    /* nothing but atoms in it (the scan took no container below it): no
+       entries below its own to make later */
+    int atoms = budget[0] == FC_SUB_ITEMS - 1 - PyDict_GET_SIZE(x);
+    if (c->sub_credit < FC_SUB_CREDIT) {
+        c->sub_credit++;
+    }
+    st->test.small_subtrees++;
+    PyObject *y = fc_small_copy(st, x, FC_SMALL_DEPTH);
+    if (y == NULL) {
+        return NULL;
+    }
+    /* x's own entry (its lookup's miss is still the last one: the road
+       touched no table), then, its copy complete, its keep-alive */
+    FcMemo *m = &c->native;
+    int first_keep = m->keep_pos < 0;
+    Py_ssize_t pos = m->n;
+    if (fc_untrack(c, y) < 0 || fc_memo_store(c, x, y) < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    Py_ssize_t kpos = m->nkeep;
+    if (fc_memo_keep_alive(c, x) < 0
+        || (!atoms && fc_memo_sub_add(m, x, y, pos, kpos, first_keep) < 0)) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    return y;
+}
+#endif
 #else
 #define FC_SMALL 0
 #endif
@@ -4161,6 +4320,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->gc_swept = 0;
     c->copy_synced = 0;
     c->off_tape = 0;
+    c->sub_credit = 0;
 #if FC_FT
     c->pin[0] = c->pin[1] = NULL;
 #endif
@@ -4251,6 +4411,12 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
     FcCtx c;
     fc_ctx_init(&c, st);
     c.share = share;
+#if FC_SUB_ROAD
+    /* deep=/share= decide per object, the profiler and a tape count frames,
+       and a caller's memo is read after the call */
+    c.sub_credit = share == NULL && pc == NULL && tape == NULL
+                   && (memo == NULL || memo == Py_None) ? FC_SUB_CREDIT : 0;
+#endif
     PyObject *y = NULL;
     FcCtx *lender = NULL;
     if (memo != NULL && memo != Py_None) {

@@ -538,6 +538,18 @@ typedef struct {
 } FcMemoEntry;
 
 #define FC_MEMO_INLINE 8          /* entries kept without a heap table */
+#define FC_MEMO_SUBS_INLINE 4     /* deferred subtrees, likewise */
+
+/* A small tree the walker copied on the small road, whose entries below its
+   root are not made yet (memo.c, "Deferred subtrees") */
+typedef struct {
+    PyObject *x, *y;              /* the root and its copy: borrowed (the
+                                     root's entry and keep-alive hold them) */
+    Py_ssize_t pos, kpos;         /* the root's entry and keep-alive places */
+    Py_ssize_t cnt;               /* entries below it (fc_memo_expand) */
+    Py_ssize_t first;             /* of which before the first keep-alive */
+    int first_keep;               /* the root's keep-alive was the call's first */
+} FcMemoSub;
 
 typedef struct {
     FcMemoEntry *entries;         /* insertion order */
@@ -594,8 +606,12 @@ typedef struct {
     int sub_first;                /* before the keep-alive list if both came
                                      after sub_pos entries */
     int sub_in_mirror;            /* the mirror has it */
+    FcMemoSub *subs;              /* small trees whose entries below the root */
+    Py_ssize_t nsubs, capsubs;    /*   are not made yet, in the order copied */
+    int sub_off;                  /* some were made: take no more (memo.c) */
     FcMemoEntry small[FC_MEMO_INLINE];
     PyObject *small_keep[FC_MEMO_INLINE];
+    FcMemoSub small_subs[FC_MEMO_SUBS_INLINE];
 } FcMemo;
 
 /* ------------------------------------------------------------------ */
@@ -715,6 +731,10 @@ typedef struct FcCtx {
                                  hold (select.c): an object other than an
                                  exact list, dict or tuple, a key that is
                                  not quiet, a recursive tuple */
+    int sub_credit;           /* > 0: dicts the walker enters may take the
+                                 small road (deepcopy.c, "Small subtrees");
+                                 a scan that fails takes one, one that
+                                 succeeds gives one back */
 #if FC_FT
     PyObject *pin[2];         /* strong: the last items read from a container
                                  other threads may change (FC_FT_PIN2) */

@@ -305,6 +305,10 @@ fc_memo_init(FcMemo *m)
     m->sub_pos = -1;
     m->sub_first = 0;
     m->sub_in_mirror = 0;
+    m->subs = m->small_subs;
+    m->nsubs = 0;
+    m->capsubs = FC_MEMO_SUBS_INLINE;
+    m->sub_off = 0;
 }
 
 static void fc_ghost_release(FcMemo *m);
@@ -316,7 +320,7 @@ fc_memo_clear(FcMemo *m)
     if (m->n == 0 && m->nkeep == 0 && m->entries == m->small && m->keep == m->small_keep
         && m->index == NULL && m->ghost == NULL && m->mirror == NULL
         && m->mirror_keep == NULL && m->grave == NULL && m->mkeys == NULL
-        && m->mirror_id == NULL && m->sub == NULL) {
+        && m->mirror_id == NULL && m->sub == NULL && m->subs == m->small_subs) {
         /* nothing held (a nested call's table went back to its lender):
            only the scalars to reset */
         m->keep_pos = -1;
@@ -326,6 +330,8 @@ fc_memo_clear(FcMemo *m)
         m->mir_ver = 0;
         m->dict_truth = 0;
         m->scanned = m->mir_len = m->mir_keep_len = 0;
+        m->nsubs = 0;
+        m->sub_off = 0;
         return;
     }
     if (m->mkeys != NULL) {
@@ -360,6 +366,9 @@ fc_memo_clear(FcMemo *m)
         fc_mirror_unwatch(m->mir_wid, m->mirror);
     }
 #endif
+    if (m->subs != m->small_subs) {
+        PyMem_Free(m->subs);    /* borrowed: their entries hold them */
+    }
     int wid = m->mir_wid;
     Py_CLEAR(m->mirror);
     Py_CLEAR(m->mirror_keep);
@@ -810,6 +819,238 @@ fc_memo_keep(FcMemo *m, PyObject *x)
 }
 
 /* ------------------------------------------------------------------ */
+/* Deferred subtrees                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The walker copies a small tree inside a walk on the small road, with no
+ * frames and no memo (deepcopy.c, "Small subtrees"), and stores only its
+ * root's entry and keep-alive.  The stdlib's memo would also hold, for
+ * every container below the root whose copy is not itself, id -> copy and
+ * a keep-alive: a dict's or a list's entry before its children's, a
+ * tuple's after them, each keep-alive as its copy completes (post-order).
+ * Those containers are held by their parent alone, so no lookup can find
+ * them until user code makes another reference; and no one can read the
+ * table until user code runs or it is synced into a dict.  So the root is
+ * recorded here (m->subs) and fc_memo_expand makes the rest at the first
+ * of those moments: fc_before_user_code, fc_memo_sync, a ghost's place
+ * (its record keeps positions, which must not move after it is made).
+ *
+ * fc_memo_expand reads each tree again beside its copy (nothing ran since,
+ * so both are as the road left them: the copy of a dict is the source's
+ * clone with container values put back in place, so both iterate in the
+ * same order), counts the entries below each root, moves every entry and
+ * keep-alive after a root up by the counts before it (from the last root
+ * back, each once), and fills the gaps: entries right after their root's,
+ * keep-alives right before their root's.  Places counted in entries
+ * (keep_pos, sub_pos) move with the entries; the keep-alive list's place,
+ * if the root's keep-alive was the call's first, is where the subtree's
+ * first one came.  Nothing else can hold a place past a root: the mirror,
+ * the collector's sweep and the ghosts are brought up to date only after
+ * an expansion (above), and a tuple frame's `since` only gets older, which
+ * its scan allows.  The index is then built again (positions moved), and
+ * m->sub_off set: the walker takes no more small subtrees in this call,
+ * so that a walk alternating them with user code or ghosts does not pay
+ * an expansion (and an index) for each.  Room is taken first, so a
+ * MemoryError leaves the table as it was.
+ */
+
+/* Record the small tree x -> y, whose root's entry is at pos and its
+   keep-alive at kpos (first_keep: the call's first).  0 | -1+exc */
+FC_INTERNAL int
+fc_memo_sub_add(FcMemo *m, PyObject *x, PyObject *y, Py_ssize_t pos, Py_ssize_t kpos,
+                int first_keep)
+{
+    if (m->nsubs == m->capsubs) {
+        /* the first few in the table itself: a call that copies a handful
+           (pyperformance's, one object a call) allocates nothing */
+        Py_ssize_t ncap = m->subs == m->small_subs ? 64 : m->capsubs * 2;
+        FcMemoSub *ns = PyMem_Realloc(m->subs == m->small_subs ? NULL : m->subs,
+                                      sizeof(FcMemoSub) * (size_t)ncap);
+        if (ns == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (m->subs == m->small_subs) {
+            memcpy(ns, m->small_subs, sizeof(m->small_subs));
+        }
+        m->subs = ns;
+        m->capsubs = ncap;
+    }
+    FcMemoSub *s = &m->subs[m->nsubs++];
+    s->x = x;
+    s->y = y;
+    s->pos = pos;
+    s->kpos = kpos;
+    s->cnt = s->first = 0;
+    s->first_keep = first_keep;
+    return 0;
+}
+
+/* A walk over a recorded tree below its root: counting, or filling the
+   gaps at ent and keep */
+typedef struct {
+    FcMemoEntry *ent;
+    PyObject **keep;
+    Py_ssize_t n;           /* entries so far */
+    Py_ssize_t first;       /* entries before the first keep-alive; -1 none */
+    int fill;
+} FcSubWalk;
+
+static void fc_sub_walk(FcSubWalk *w, PyObject *x, PyObject *y);
+
+/* Child cx of a recorded tree, copied to cy */
+static void
+fc_sub_child(FcSubWalk *w, PyObject *cx, PyObject *cy)
+{
+    PyTypeObject *tp = Py_TYPE(cx);
+    if (cy == cx || (tp != &PyDict_Type && tp != &PyList_Type && tp != &PyTuple_Type)) {
+        return;     /* an atom, or a tuple of atoms: no store */
+    }
+    int post = tp == &PyTuple_Type;     /* its entry after its items' */
+    if (!post) {
+        if (w->fill) {
+            w->ent->key = cx;
+            w->ent->value = Py_NewRef(cy);
+            w->ent++;
+        }
+        w->n++;
+    }
+    fc_sub_walk(w, cx, cy);
+    if (post) {
+        if (w->fill) {
+            w->ent->key = cx;
+            w->ent->value = Py_NewRef(cy);
+            w->ent++;
+        }
+        w->n++;
+    }
+    if (w->fill) {
+        *w->keep++ = Py_NewRef(cx);
+    }
+    if (w->first < 0) {
+        w->first = w->n;
+    }
+}
+
+static void
+fc_sub_walk(FcSubWalk *w, PyObject *x, PyObject *y)
+{
+    if (Py_TYPE(x) == &PyDict_Type) {
+        Py_ssize_t px = 0, py = 0;
+        PyObject *k, *v, *ky, *vy;
+        while (PyDict_Next(x, &px, &k, &v) && PyDict_Next(y, &py, &ky, &vy)) {
+            FC_ASSERT(ky == k);
+            fc_sub_child(w, v, vy);
+        }
+        return;
+    }
+    int list = Py_TYPE(x) == &PyList_Type;
+    Py_ssize_t n = Py_SIZE(x);
+    FC_ASSERT(Py_TYPE(y) == Py_TYPE(x) && Py_SIZE(y) == n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fc_sub_child(w, list ? PyList_GET_ITEM(x, i) : PyTuple_GET_ITEM(x, i),
+                     list ? PyList_GET_ITEM(y, i) : PyTuple_GET_ITEM(y, i));
+    }
+}
+
+/* Entries at places >= from move up by: the counts of the roots before */
+static Py_ssize_t
+fc_sub_moved(const FcMemo *m, Py_ssize_t place)
+{
+    Py_ssize_t up = 0;
+    for (Py_ssize_t i = 0; i < m->nsubs && m->subs[i].pos + 1 <= place; i++) {
+        up += m->subs[i].cnt;
+    }
+    return up;
+}
+
+FC_INTERNAL FC_NOINLINE_ATTR int
+fc_memo_expand(FcMemo *m)
+{
+    Py_ssize_t ns = m->nsubs, total = 0;
+    if (ns == 0) {
+        return 0;
+    }
+    FcMemoSub *s = m->subs;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        FcSubWalk w = {NULL, NULL, 0, -1, 0};
+        fc_sub_walk(&w, s[i].x, s[i].y);
+        s[i].cnt = w.n;
+        s[i].first = w.first;
+        total += w.n;
+    }
+    if (total == 0) {
+        m->nsubs = 0;
+        return 0;
+    }
+    /* room first: a MemoryError changes nothing */
+    while (m->cap < m->n + total) {
+        if (fc_memo_grow(m) < 0) {
+            return -1;
+        }
+    }
+    while (m->capkeep < m->nkeep + total) {
+        Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
+        PyObject **nk = fc_block_grow(m->spare, FC_SPARE_KEEP, m->keep, m->small_keep, m->nkeep,
+                                      sizeof(PyObject *), &m->capkeep, ncap);
+        if (nk == NULL) {
+            return -1;
+        }
+        m->keep = nk;
+    }
+    /* places counted in entries, before the entries move */
+    Py_ssize_t keep_pos = m->keep_pos, sub_pos = m->sub_pos;
+    if (keep_pos >= 0) {
+        keep_pos += fc_sub_moved(m, keep_pos);
+    }
+    if (sub_pos >= 0) {
+        sub_pos += fc_sub_moved(m, sub_pos);
+    }
+    /* move, from the last root back: entries after root i go up by the
+       counts of roots 0..i, keep-alives from root i's own on likewise */
+    Py_ssize_t up = total, hi = m->n, khi = m->nkeep;
+    for (Py_ssize_t i = ns - 1; i >= 0; i--) {
+        Py_ssize_t lo = s[i].pos + 1, klo = s[i].kpos;
+        memmove(&m->entries[lo + up], &m->entries[lo], sizeof(FcMemoEntry) * (size_t)(hi - lo));
+        memmove(&m->keep[klo + up], &m->keep[klo], sizeof(PyObject *) * (size_t)(khi - klo));
+        up -= s[i].cnt;
+        FcSubWalk w = {&m->entries[lo + up], &m->keep[klo + up], 0, -1, 1};
+        if (s[i].cnt > 0) {
+            fc_sub_walk(&w, s[i].x, s[i].y);
+            FC_ASSERT(w.n == s[i].cnt);
+            if (s[i].first_keep) {
+                /* the stdlib's list came with the first keep-alive below
+                   the root: after the root's entry and `first` more */
+                keep_pos = lo + up + s[i].first;
+            }
+        }
+        hi = lo;
+        khi = klo;
+    }
+    m->n += total;
+    m->nkeep += total;
+    m->keep_pos = keep_pos;
+    m->sub_pos = sub_pos;
+    m->nsubs = 0;
+    /* every position after the first root moved: index them all again.  A
+       table too small for an index keeps none; one that cannot have a new
+       one reads its entries one by one (fc_memo_pending_scan) */
+    m->miss = NULL;
+    m->sub_off = 1;
+    m->nidx = m->n;
+    if ((m->mask != 0 || m->n > FC_MEMO_INLINE)
+        && fc_memo_reindex(m, fc_memo_index_need(m)) < 0) {
+        PyErr_Clear();
+        if (m->mask != 0) {
+            memset(m->index, 0, sizeof(int32_t) * (size_t)(m->mask + 1));
+            m->nidx = 0;    /* all pending: indexed or scanned when looked up */
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Ghosts                                                              */
 /* ------------------------------------------------------------------ */
 
@@ -908,9 +1149,12 @@ fc_memo_ghost_reserve(FcMemo *m, Py_ssize_t n)
 }
 
 /* An empty entry, for a ghost.  its position | -1+exc */
-static Py_ssize_t
+FC_INLINE Py_ssize_t
 fc_ghost_entry(FcMemo *m)
 {
+    if (m->nsubs > 0 && fc_memo_expand(m) < 0) {
+        return -1;
+    }
     if (m->n == m->cap && fc_memo_grow(m) < 0) {
         return -1;
     }
@@ -925,10 +1169,10 @@ fc_ghost_entry(FcMemo *m)
 }
 
 /* An empty keep-alive place, for a ghost.  its position | -1+exc */
-static Py_ssize_t
+FC_INLINE Py_ssize_t
 fc_ghost_keep(FcMemo *m)
 {
-    if (fc_memo_keep_room(m) < 0) {
+    if ((m->nsubs > 0 && fc_memo_expand(m) < 0) || fc_memo_keep_room(m) < 0) {
         return -1;
     }
     m->keep[m->nkeep] = NULL;
@@ -1453,7 +1697,7 @@ fc_mirror_sub(FcMemo *m)
 static int
 fc_memo_sync(FcMemo *m)
 {
-    if (m->nghost > 0 && fc_memo_resolve(m) < 0) {
+    if ((m->nsubs > 0 && fc_memo_expand(m) < 0) || (m->nghost > 0 && fc_memo_resolve(m) < 0)) {
         return -1;
     }
     PyObject *d = m->mirror;
@@ -2018,6 +2262,10 @@ fc_memo_move(FcMemo *dst, FcMemo *src)
     if (src->keep == src->small_keep) {
         memcpy(dst->small_keep, src->small_keep, sizeof(PyObject *) * (size_t)src->nkeep);
         dst->keep = dst->small_keep;
+    }
+    if (src->subs == src->small_subs) {
+        memcpy(dst->small_subs, src->small_subs, sizeof(FcMemoSub) * (size_t)src->nsubs);
+        dst->subs = dst->small_subs;
     }
     FcSpare *sp = src->spare;
     fc_memo_init(src);

@@ -41,6 +41,17 @@ FC_INTERNAL_INLINE int fc_memo_proving(FcMemo *m);
 FC_INTERNAL int fc_memo_caught_thinly(FcMemo *m);
 /* Was key the last lookup, a miss, with nothing inserted since?  1 | 0 */
 FC_INTERNAL_INLINE int fc_memo_missed(FcMemo *m, PyObject *key);
+/* The small tree x -> y copied inside a walk (deepcopy.c, "Small
+   subtrees"), whose root's entry is at pos and its keep-alive at kpos
+   (first_keep: the call's first keep-alive): the entries below its root
+   are made by fc_memo_expand.  0 | -1+exc (MemoryError) */
+FC_INTERNAL int fc_memo_sub_add(FcMemo *m, PyObject *x, PyObject *y, Py_ssize_t pos,
+                                Py_ssize_t kpos, int first_keep);
+/* Make the entries and keep-alives of the trees fc_memo_sub_add recorded,
+   in the stdlib's order and places.  No user code.  0 | -1+exc
+   (MemoryError: nothing changed) */
+FC_INTERNAL FC_NOINLINE_ATTR int fc_memo_expand(FcMemo *m);
+
 /* memo[id(key)] = value (borrowed; a new reference is taken).  No user
    code.  0 | -1+exc (MemoryError) */
 FC_INTERNAL_INLINE int fc_memo_set(FcMemo *m, PyObject *key, PyObject *value);

@@ -437,7 +437,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
     int watcher = -1;
 #endif
     return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,"
-                         "s:i,s:n,s:n,s:n,s:n,s:N}",
+                         "s:i,s:n,s:n,s:n,s:n,s:n,s:N}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
                          "frame_size", (int)sizeof(FcFrame),
@@ -459,6 +459,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "dict_slots_ok", st->dict_slots_ok,
                          "dict_puts", st->test.dict_puts,
                          "small_trees", st->test.small_trees,
+                         "small_subtrees", st->test.small_subtrees,
                          "memo_thin", st->test.memo_thin,
                          "memo_unindexed", st->test.memo_unindexed,
                          "arenas", fc_arenas_stats());

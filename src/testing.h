@@ -27,6 +27,7 @@ typedef struct {
     Py_ssize_t slot_ghosts;        /* slot states left a ghost (deepcopy.c, R_SLOTS) */
     Py_ssize_t dict_puts;          /* prefilled values replaced in place (deepcopy.c) */
     Py_ssize_t small_trees;        /* calls copied on the small road (deepcopy.c) */
+    Py_ssize_t small_subtrees;     /* dicts inside a walk copied on it (deepcopy.c) */
     Py_ssize_t memo_thin;          /* calls that went back to proving misses from
                                       2^17 slots (memo.c, FC_THIN_CATCH) */
     Py_ssize_t memo_unindexed;     /* entries calls ended with still pending, never
