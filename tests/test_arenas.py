@@ -155,12 +155,14 @@ print("ok")
 def test_memo_tables_kept_and_cleared_between_copies():
     # a memo past 2 MiB: every record is referenced twice, so each is indexed; the next copy's
     # index comes from the kept block and must start empty, or it would find the last copy's
-    # entries (addresses that may be reused by new sources)
+    # entries (addresses that may be reused by new sources).  Each record's "meta" is held
+    # twice too, so no record is a small tree the walker copies without the entries below it
+    # (deepcopy.c, "Small subtrees"): the memo keeps all five a record
     _run(_PRELUDE + r"""
 fastcopy.configure(keep_arenas=512 * MiB)
 for rnd in range(ROUNDS):
     recs = records(40000, rnd)
-    x = [recs, recs[::-1], {"first": recs[0]}]
+    x = [recs, recs[::-1], {"first": recs[0]}, [r["meta"] for r in recs]]
     y = check(x, by_shape=rnd == ROUNDS - 1)
     assert y[0][0] is y[1][-1] is y[2]["first"]
     a = arenas()
