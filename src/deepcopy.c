@@ -4113,19 +4113,30 @@ fc_small_copy_chain(FcState *st, PyObject *x)
     return fc_small_copy_level(st, x, 0, 1);
 }
 
+/* Does the small road copy as the stdlib would today: dict, list and tuple
+   copiers the stdlib's, and (3.14) its atomic types the shipped ones (a
+   user's _atomic_types is asked per type).  1 | 0 */
+FC_INLINE int
+fc_small_allowed(FcState *st)
+{
+    if ((st->deep_ok & FC_SMALL_KINDS) != FC_SMALL_KINDS) {
+        return 0;
+    }
+#if FC_ATOMIC_FIRST
+    return st->deep_atomic_std != 0;
+#else
+    return 1;
+#endif
+}
+
 /* deepcopy(x) with a fresh memo, x an exact dict or list, as a small tree
    if it is one.  new ref | FC_SMALL_NO | NULL+exc */
 static PyObject *
 fc_small_run(FcState *st, PyObject *x)
 {
-    if ((st->deep_ok & FC_SMALL_KINDS) != FC_SMALL_KINDS) {
+    if (!fc_small_allowed(st)) {
         return FC_SMALL_NO;
     }
-#if FC_ATOMIC_FIRST
-    if (!st->deep_atomic_std) {
-        return FC_SMALL_NO;    /* a user's _atomic_types: asked per type */
-    }
-#endif
     int budget[2] = {FC_SMALL_ITEMS, FC_SMALL_SEQ_ITEMS};
     if (!fc_small_scan_flat(st, x, FC_SMALL_DEPTH, budget)) {
         return FC_SMALL_NO;
@@ -4225,14 +4236,9 @@ fc_sub_run(FcCtx *c, PyObject *x)
         c->sub_credit = 0;      /* some were expanded: no more (memo.c) */
         return FC_SMALL_NO;
     }
-    if ((st->deep_ok & FC_SMALL_KINDS) != FC_SMALL_KINDS) {
+    if (!fc_small_allowed(st)) {
         return FC_SMALL_NO;
     }
-#if FC_ATOMIC_FIRST
-    if (!st->deep_atomic_std) {
-        return FC_SMALL_NO;    /* a user's _atomic_types: asked per type */
-    }
-#endif
     int budget[2] = {FC_SUB_ITEMS, FC_SUB_SEQ_ITEMS};
     if (!fc_small_scan_flat(st, x, FC_SMALL_DEPTH, budget)) {
         c->sub_credit--;

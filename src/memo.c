@@ -776,6 +776,21 @@ fc_memo_set(FcMemo *m, PyObject *key, PyObject *value)
     return fc_memo_set_slow(m, key, value);
 }
 
+/* The keep-alive array grown (doubled, or out of the inline one).
+   0 | -1+exc */
+static int
+fc_memo_keep_grow(FcMemo *m)
+{
+    Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
+    PyObject **nk = fc_block_grow(m->spare, FC_SPARE_KEEP, m->keep, m->small_keep, m->nkeep,
+                                  sizeof(PyObject *), &m->capkeep, ncap);
+    if (nk == NULL) {
+        return -1;
+    }
+    m->keep = nk;
+    return 0;
+}
+
 /* Room for one more keep-alive, and keep_pos set if this is the first.
    0 | -1+exc */
 static int
@@ -784,14 +799,8 @@ fc_memo_keep_room(FcMemo *m)
     if (m->keep_pos < 0) {
         m->keep_pos = m->n;
     }
-    if (m->nkeep == m->capkeep) {
-        Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
-        PyObject **nk = fc_block_grow(m->spare, FC_SPARE_KEEP, m->keep, m->small_keep, m->nkeep,
-                                      sizeof(PyObject *), &m->capkeep, ncap);
-        if (nk == NULL) {
-            return -1;
-        }
-        m->keep = nk;
+    if (m->nkeep == m->capkeep && fc_memo_keep_grow(m) < 0) {
+        return -1;
     }
     return 0;
 }
@@ -991,13 +1000,9 @@ fc_memo_expand(FcMemo *m)
         }
     }
     while (m->capkeep < m->nkeep + total) {
-        Py_ssize_t ncap = m->keep == m->small_keep ? 128 : m->capkeep * 2;
-        PyObject **nk = fc_block_grow(m->spare, FC_SPARE_KEEP, m->keep, m->small_keep, m->nkeep,
-                                      sizeof(PyObject *), &m->capkeep, ncap);
-        if (nk == NULL) {
+        if (fc_memo_keep_grow(m) < 0) {
             return -1;
         }
-        m->keep = nk;
     }
     /* places counted in entries, before the entries move */
     Py_ssize_t keep_pos = m->keep_pos, sub_pos = m->sub_pos;
