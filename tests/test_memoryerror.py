@@ -121,10 +121,10 @@ def _without_lists():
 
 
 def _small_tree():
-    """A tree deepcopy.c's small road takes (no memo; each dict's or list's last dict or list,
-    its tail, copied by a loop after the rest): a failing allocation anywhere in it must free
-    the half-made copy, the tails' places included (an entry still holding the source, a list
-    item still NULL)."""
+    """A tree deepcopy.c's small road takes when nothing else holds its containers (no memo;
+    each dict's or list's last dict or list, its tail, copied by a loop after the rest).  This
+    sweep's bookkeeping (source_ids, _containers) holds them all, so here the walker copies it;
+    test_small_trees.py's test_memoryerror_on_the_small_road sweeps the road itself."""
     node = {"leaf": [0, "x"], "t": (1, [2])}
     for i in range(12):
         node = {"level": i, "side": {"v": [i]}, "items": [{"a": i}, (i, [i]), {"b": [i]}],
