@@ -934,6 +934,64 @@ def test_memoryerror_on_the_small_road(shape):
                                                                      p.stderr[-3000:])
 
 
+_SUBTREE_MUTATE = r"""
+import copy, gc, sys
+import fastcopy
+
+def handed_back(x):
+    return x
+
+class Mutator:
+    # user code after the rows: changes and frees containers of rows copied on the road, then
+    # hands one back (the memo's entries below each row must be the ones made before it ran)
+    def __init__(self, rows, how):
+        self.rows, self.how = rows, how
+    def __reduce__(self):
+        r = self.rows
+        if self.how == "clear_inner":
+            r[1]["c"].clear(); r[2]["d"]["e"] = None
+        elif self.how == "replace":
+            r[1]["c"] = [9]; r[2]["d"] = {}; r[3] = {"new": [1]}
+        elif self.how == "free":
+            del r[0]["c"], r[2]["d"]; r.pop(4)
+        elif self.how == "clear_all":
+            r.clear()
+        gc.collect()
+        return (handed_back, (r[:1] and r[0].get("c"),))
+
+class Log:
+    def __init__(self, log):
+        self.log = log
+    def __deepcopy__(self, memo):
+        self.log.append(([type(v).__name__ for k, v in memo.items() if k != id(memo)],
+                         [type(o).__name__ for o in memo.get(id(memo), [])],
+                         list(memo).index(id(memo)) if id(memo) in memo else None))
+        return 0
+
+def picture(impl, how):
+    rows = [{"a": i, "c": [i, 2], "d": {"e": (i, [i])}} for i in range(8)]
+    log = []
+    x = [Log(log), rows, Mutator(rows, how), Log(log), rows[5:]]
+    y = impl.deepcopy(x)
+    return (log, repr(y), y[2] is (y[1][0].get("c") if y[1] and "c" in y[1][0] else None),
+            y[4][0] is y[1][5] if len(y[1]) > 5 else None)
+
+for how in ("clear_inner", "replace", "free", "clear_all"):
+    a, b = picture(copy, how), picture(fastcopy, how)
+    assert a == b, (how, a, b)
+print("ok")
+"""
+
+
+def test_user_code_mutates_and_frees_rows_copied_on_the_road():
+    """A reductor after rows copied as small subtrees empties, replaces and deletes their
+    containers (freed with the last reference), then hands one back; hooks log the memo before
+    and after: the same as the stdlib (child process: reading a freed container crashes)."""
+    p = run_python(_SUBTREE_MUTATE, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.stdout[-2000:],
+                                                                   p.stderr[-3000:])
+
+
 class _Fixed:
     """A hook whose copy is always the same object (itself immortal or not)."""
 
