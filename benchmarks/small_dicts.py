@@ -62,6 +62,11 @@ def _rl_step():
             "info": {"lives": 3, "episode": {"r": 21.0, "l": 200}}}
 
 
+def _rows():
+    # issue 49's hook rows: a table of 5,000 small records, past the small road's budgets
+    return [{"a": i, "b": "x", "c": [i, 2]} for i in range(5000)]
+
+
 # name -> (builder, floor function, description)
 SHAPES = {
     "pyperf_a": (_payload_a, "tree",
@@ -71,6 +76,7 @@ SHAPES = {
     "json_config": (_config, "tree", "a config tree of 1k leaves in dicts and lists"),
     "chat_request": (_messages, "tree", "an LLM chat request: 4 messages, one tool call"),
     "rl_step": (_rl_step, "tree", "an RL step: obs list, reward, done, nested info dict"),
+    "rows_5000": (_rows, "tree", "5,000 records {'a': i, 'b': 'x', 'c': [i, 2]} in a list"),
 }
 
 
