@@ -194,12 +194,24 @@ fc_flat_missed(FcCtx *c, PyObject *x)
    small subtrees copied so far ("Small subtrees"), then the byte copies
    recorded (defer.c).  0 | -1+exc */
 FC_NOINLINE int
-fc_before_user_code_work(FcCtx *c)
+fc_before_user_code_work(FcCtx *c, int show)
 {
     if (c->native.nsubs > 0 && fc_memo_expand(&c->native) < 0) {
         return -1;
     }
-    return fc_defer_flush(c);
+    if (fc_defer_flush(c) < 0) {
+        return -1;
+    }
+#if FC_MEMO_ADOPT
+    /* a caller's dict: what its holders find there (memo.c, "A caller's
+       dict"); a hook's show does it */
+    if (c->native.adopted && !show && fc_memo_adopt_sync(c) < 0) {
+        return -1;
+    }
+#else
+    (void)show;
+#endif
+    return 0;
 }
 
 FC_INTERNAL_INLINE int
@@ -210,7 +222,8 @@ fc_before_user_code(FcCtx *c, int show)
        dict_int_str 1.5% of our instructions: the walker's loop compiled
        differently) */
     c->ambient = 0;
-    if (FC_UNLIKELY((c->nops | c->native.nsubs) != 0) && fc_before_user_code_work(c) < 0) {
+    if (FC_UNLIKELY((c->nops | c->native.nsubs | c->native.adopted) != 0)
+        && fc_before_user_code_work(c, show) < 0) {
         return -1;
     }
     if (show) {
@@ -250,6 +263,11 @@ FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
     c->copy_synced = 0;
+#if FC_MEMO_ADOPT
+    if (FC_UNLIKELY(c->native.adopted)) {
+        fc_memo_adopt_check(c);
+    }
+#endif
     return fc_sync_deep(c->st);
 }
 
@@ -3035,6 +3053,9 @@ fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
 }
 
 static PyObject *fc_dispatch(FcCtx *c, PyObject *x, int k);
+#if FC_MEMO_ABSORB
+static PyObject *fc_enter_memo_itself(FcCtx *c, PyObject *x);
+#endif
 
 /* The frame copying dict x into y (stolen; NULL: the error of making it),
    y stored in the memo first, as _deepcopy_dict does.  prefill: y started
@@ -3082,6 +3103,11 @@ static PyObject *fc_sub_run(FcCtx *c, PyObject *x);
 static PyObject *
 fc_enter_dict_prefill(FcCtx *c, PyObject *x)
 {
+#if FC_MEMO_ABSORB
+    if (FC_UNLIKELY(x == c->native.mirror)) {
+        return fc_enter_memo_itself(c, x);
+    }
+#endif
 #if FC_SUB_ROAD
     /* a small tree below it: no frames ("Small subtrees").  Asked here, out
        of the walker's loop, which the test perturbed (dict_int_str +1.5% of
@@ -3208,6 +3234,23 @@ fc_enter(FcCtx *c, PyObject *x)
     }
     return fc_dispatch(c, x, k);
 }
+
+#if FC_MEMO_ABSORB
+/* x, met by the walk with the native memo, is the memo's own dict or its
+   keep-alive list (a caller's dict the table took, or one a hook handed
+   the walk).  The stdlib looks it up in the very dict (the dict itself is
+   found under id(memo): the keep-alive list is its "copy") and copies it
+   as it writes into it: the dict is the memo from now on, and x is
+   entered again there.  new ref | FC_PUSHED | NULL+exc */
+FC_NOINLINE PyObject *
+fc_enter_memo_itself(FcCtx *c, PyObject *x)
+{
+    if (fc_memo_expose(c) < 0) {
+        return NULL;
+    }
+    return fc_enter(c, x);
+}
+#endif
 
 /* deepcopy(x) after its memo lookup missed.
    new ref | FC_PUSHED | NULL+exc */
@@ -3479,6 +3522,11 @@ fc_dispatch(FcCtx *c, PyObject *x, int k)
         }
     }
     if (bit) {
+#if FC_MEMO_ABSORB
+        if (FC_UNLIKELY(x == c->native.mirror || x == c->native.mirror_keep)) {
+            return fc_enter_memo_itself(c, x);
+        }
+#endif
         switch (k) {
         case FK_LIST:
             return fc_enter_list(c, x);
@@ -4304,6 +4352,9 @@ fc_ctx_init(FcCtx *c, FcState *st)
 #endif
     c->lender = NULL;
     c->lent = 0;
+    c->lent_mirror = NULL;
+    c->adopt_dict = NULL;
+    c->adopt_next = NULL;
     c->shown = 0;
     c->shown_x = NULL;
     c->shows = 0;
@@ -4337,6 +4388,11 @@ fc_ctx_fini(FcCtx *c)
 {
     fc_memo_hide(c);   /* an error between showing and hiding */
     (void)fc_memo_return(c);   /* a borrowed table goes back (early exits) */
+#if FC_MEMO_ADOPT
+    if (c->adopt_dict != NULL) {
+        fc_memo_adopt_release(c);
+    }
+#endif
     /* before anything is released: nothing may stay hidden from the GC */
     fc_retrack_all(c);
     /* every entry point ran fc_defer_end() already */
@@ -4425,6 +4481,7 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
 #endif
     PyObject *y = NULL;
     FcCtx *lender = NULL;
+    int adopted = 0;
     if (memo != NULL && memo != Py_None) {
         if (st->shown != NULL && (lender = fc_memo_borrow(st, memo)) != NULL) {
             /* a hook's deepcopy(y, memo) with the memo it was shown: go on
@@ -4438,6 +4495,20 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
                 return v;
             }
         }
+#if FC_MEMO_ADOPT
+        else if (share == NULL && pc == NULL && tape == NULL
+                 && (adopted = fc_memo_adopt(&c, memo, nil != NULL ? nil : st->nil)) != 0) {
+            /* a caller's small dict, taken as the native table's mirror
+               (memo.c, "A caller's dict"): the root's lookup is the
+               table's */
+            PyObject *v = adopted > 0 ? fc_memo_get(&c.native, x) : NULL;
+            if (adopted < 0 || v != NULL) {
+                v = Py_XNewRef(v);
+                fc_ctx_fini(&c);
+                return v;
+            }
+        }
+#endif
         else {
             c.memo = Py_NewRef(memo);
             c.mode = PyDict_CheckExact(memo) ? FC_MEMO_DICT : FC_MEMO_MAPPING;
@@ -4466,9 +4537,14 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
         return NULL;
     }
     /* with a caller's memo the lookup above was deepcopy()'s own */
-    y = (c.mode == FC_MEMO_NATIVE && lender == NULL) ? fc_walk(&c, x)
-                                                     : fc_walk_looked_up(&c, x);
+    y = (c.mode == FC_MEMO_NATIVE && lender == NULL && !adopted) ? fc_walk(&c, x)
+                                                                 : fc_walk_looked_up(&c, x);
     y = fc_defer_end(&c, y);
+#if FC_MEMO_ADOPT
+    if (adopted && fc_memo_adopt_end(&c) < 0) {
+        Py_CLEAR(y);
+    }
+#endif
     if (pc != NULL && y != NULL && lender == NULL
         && (pc->depth == 1 || memo == NULL || memo == Py_None)) {
         /* a nested call on a memo it was given adds to that memo, which

@@ -587,6 +587,11 @@ typedef struct {
                                      stamp, while mir_watched) */
     int mir_wid;                  /* 3.14+: the watcher to watch it with, -1 */
     int mir_watched;              /* 3.14+: it is watched (unwatched at fini) */
+    int adopted;                  /* the mirror is a caller's dict (memo.c,
+                                     "A caller's dict"): brought up to date
+                                     before any user code and at the end */
+    int foreign;                  /* entries whose keys nothing here holds
+                                     (that dict's own): no proven misses */
     int dict_truth;               /* a hook changed or kept it: from now on
                                      the dict is the memo (every call on it) */
     /* what a hook's writes into the mirror are checked against (memo.c,
@@ -731,6 +736,12 @@ typedef struct FcCtx {
                                  hold (select.c): an object other than an
                                  exact list, dict or tuple, a key that is
                                  not quiet, a recursive tuple */
+    PyObject *adopt_dict;     /* the caller's dict our native table took as
+                                 its mirror (borrowed: the caller's argument),
+                                 listed in FcState.adopters (memo.c, "A
+                                 caller's dict"); NULL */
+    struct FcCtx *adopt_next; /* ... the next one there */
+    PyObject *lent_mirror;    /* while lent: the mirror of the table lent */
     int sub_credit;           /* > 0: dicts the walker enters may take the
                                  small road (deepcopy.c, "Small subtrees");
                                  a scan that fails takes one, one that

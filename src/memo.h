@@ -127,6 +127,24 @@ FC_INTERNAL FcCtx *fc_memo_borrow(FcState *st, PyObject *memo);
 FC_INTERNAL void fc_memo_take(FcCtx *c, FcCtx *lender);
 FC_INTERNAL int fc_memo_return(FcCtx *c);
 
+#if FC_MEMO_ADOPT
+/* deepcopy(x, memo) with a caller's dict (memo.c, "A caller's dict"):
+   fc_memo_adopt takes it as the empty native table's mirror, its entries
+   loaded (nil: the _nil a value may not be); 1 taken | 0 not (nothing
+   changed) | -1+exc (the context's fini releases what was taken).
+   fc_memo_adopt_sync: before user code runs (not a hook's show), the dict
+   made the stdlib's of this moment.  0 | -1+exc.  fc_memo_adopt_check:
+   after it ran, the dict is the memo from now on if anything wrote to it.
+   fc_memo_adopt_end: the call ends, the dict gets the rest (keeps a
+   pending exception).  0 | -1+exc.  fc_memo_adopt_release: the context
+   ends (FcState.adopters). */
+FC_INTERNAL int fc_memo_adopt(FcCtx *c, PyObject *memo, PyObject *nil);
+FC_INTERNAL int fc_memo_adopt_sync(FcCtx *c);
+FC_INTERNAL void fc_memo_adopt_check(FcCtx *c);
+FC_INTERNAL int fc_memo_adopt_end(FcCtx *c);
+FC_INTERNAL void fc_memo_adopt_release(FcCtx *c);
+#endif
+
 /* Spare heap buffers (FcSpare): take one of at least `want` bytes
    (*size: how many) | NULL; give one back (the larger is kept); free all. */
 FC_INTERNAL_INLINE void *fc_spare_take(FcSpare *sp, int slot, size_t want, size_t *size);

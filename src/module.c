@@ -436,7 +436,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
 #else
     int watcher = -1;
 #endif
-    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,"
+    return Py_BuildValue("{s:i,s:i,s:s,s:i,s:i,s:I,s:I,s:i,s:N,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,"
                          "s:i,s:n,s:n,s:n,s:n,s:n,s:N}",
                          "debug", debug, "asan", asan,
                          "python_built", PY_VERSION,
@@ -453,6 +453,7 @@ fc_py_sysinfo(PyObject *module, PyObject *unused)
                          "memo_borrowed", st->test.memo_borrowed,
                          "memo_to_dict", st->test.memo_to_dict,
                          "memo_absorbed", st->test.memo_absorbed,
+                         "memo_adopted", st->test.memo_adopted,
                          "state_stores", st->test.state_stores,
                          "set_ghosts", st->test.set_ghosts,
                          "slot_ghosts", st->test.slot_ghosts,

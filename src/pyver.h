@@ -54,6 +54,15 @@
  *                         stands on a local's counted reference that
  *                         outlives it, so a hook that kept the mirror shows
  *                         in its count once it has returned
+ *   FC_MEMO_ADOPT         3.12+ GIL builds: a caller's small dict memo is
+ *                         taken as a native table's mirror (memo.c, "A
+ *                         caller's dict"): FC_MEMO_ABSORB's stamps, and no
+ *                         collection (so no finalizer) outside user code,
+ *                         which is where the dict is brought up to date.
+ *                         Entries already in it are taken only where
+ *                         FC_ATOMIC_FIRST holds (3.14+): before, deepcopy()
+ *                         looks an atomic up in the memo, which the native
+ *                         walker never does
  *   FC_PROVEN_MISS        memo.c's proven misses (a key whose count is all
  *                         references the walker knows cannot be in the
  *                         table, whose own references are counted): GIL
@@ -160,6 +169,7 @@
 #  define FC_PROVEN_MISS 1
 #endif
 #define FC_HAVE_DICT_VERSION (!FC_PY314_PLUS)
+#define FC_MEMO_ADOPT (FC_MEMO_ABSORB && FC_PY312_PLUS)
 #define FC_DICT_SLOT_LAYOUT (!FC_PYVER_FT && FC_PY311_PLUS && PY_VERSION_HEX < 0x03100000)
 #define FC_SET_FILL_ORDER (!FC_PY314_PLUS)
 #define FC_INLINE_ATTRS_ORDER (FC_PY313_PLUS && !FC_PY314_PLUS)

@@ -141,6 +141,9 @@ struct FcState {
     FcSpare spare;                 /* the last call's heap buffers (memo.c) */
     struct FcCtx *shown;           /* calls whose memo a hook sees right now,
                                       innermost first (memo.c; GIL builds) */
+    struct FcCtx *adopters;        /* calls working on a caller's dict through
+                                      its native table (memo.c, "A caller's
+                                      dict"), innermost first */
 
     /* profiling (profile.c) */
     int prof;                      /* FC_PROF_* bits; 0: off, one branch per

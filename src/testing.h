@@ -22,6 +22,7 @@ typedef struct {
     Py_ssize_t memo_borrowed;      /* ... lent to a nested call */
     Py_ssize_t memo_to_dict;       /* ... turned into the dict for good */
     Py_ssize_t memo_absorbed;      /* ... whose additions by a hook went native */
+    Py_ssize_t memo_adopted;       /* a caller's dict taken as a native table's mirror */
     Py_ssize_t state_stores;       /* states given as attribute stores (reduce.c) */
     Py_ssize_t set_ghosts;         /* sets whose reduce list was left a ghost (memo.c) */
     Py_ssize_t slot_ghosts;        /* slot states left a ghost (deepcopy.c, R_SLOTS) */
