@@ -6,6 +6,7 @@ dict after the call, success or failure, is the stdlib's."""
 import copy
 import gc
 import sys
+import sysconfig
 
 import pytest
 
@@ -226,7 +227,7 @@ def test_which_dicts_are_taken(fc):
     if taken({}) == 0:
         # 3.10/3.11 (a collection, and so a finalizer, in any allocation) and
         # free-threaded builds keep the dict as the memo
-        assert sys.version_info < (3, 12) or getattr(sys, "_is_gil_enabled", lambda: True)() is False
+        assert sys.version_info < (3, 12) or sysconfig.get_config_var("Py_GIL_DISABLED")
         return
     probe.append(object())
     assert taken({id(probe[0]): 1}) == (1 if PY314 else 0)
