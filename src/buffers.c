@@ -68,5 +68,21 @@ fc_buffer_deep(FcCtx *c, PyObject *x, int kind)
     if (c->native.nsubs > 0 && fc_memo_expand(&c->native) < 0) {
         return NULL;
     }
+#if FC_MEMO_ADOPT
+    /* ... which may read or write a caller's dict the table took (memo.c,
+       "A caller's dict"): current before, and its writes seen after */
+    if (c->native.adopted && fc_memo_adopt_sync(c) < 0) {
+        return NULL;
+    }
+    PyObject *y = fc_backends[i]->deep(c, x, kind & FB_LOCAL_MAX);
+    if (y != NULL && c->native.adopted && fc_memo_adopt_check(c) < 0) {
+        if (y != FC_PUSHED) {
+            Py_DECREF(y);
+        }
+        return NULL;
+    }
+    return y;
+#else
     return fc_backends[i]->deep(c, x, kind & FB_LOCAL_MAX);
+#endif
 }

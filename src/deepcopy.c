@@ -264,8 +264,8 @@ fc_after_user_code(FcCtx *c)
 {
     c->copy_synced = 0;
 #if FC_MEMO_ADOPT
-    if (FC_UNLIKELY(c->native.adopted)) {
-        fc_memo_adopt_check(c);
+    if (FC_UNLIKELY(c->native.adopted) && fc_memo_adopt_check(c) < 0) {
+        return -1;
     }
 #endif
     return fc_sync_deep(c->st);

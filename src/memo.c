@@ -2494,13 +2494,20 @@ fc_memo_adopt_sync(FcCtx *c)
     return c->walk->before_show(c) < 0 || fc_memo_sync(&c->native) < 0 ? -1 : 0;
 }
 
-FC_INTERNAL void
+FC_INTERNAL int
 fc_memo_adopt_check(FcCtx *c)
 {
     FcMemo *m = &c->native;
     if (c->mode == FC_MEMO_NATIVE && m->adopted && FC_MIR_VER(m->mirror) != m->mir_ver) {
-        fc_memo_to_dict(c);     /* it holds all we had: it is the memo now */
+        /* it is the memo from now on, with all we had: after user code
+           that is all of it already (synced before it ran); after a buffer
+           backend, what the backend added natively meanwhile comes after
+           whatever another thread wrote there */
+        int r = fc_memo_sync(m);
+        fc_memo_to_dict(c);
+        return r;
     }
+    return 0;
 }
 
 FC_INTERNAL int

@@ -134,13 +134,14 @@ FC_INTERNAL int fc_memo_return(FcCtx *c);
    changed) | -1+exc (the context's fini releases what was taken).
    fc_memo_adopt_sync: before user code runs (not a hook's show), the dict
    made the stdlib's of this moment.  0 | -1+exc.  fc_memo_adopt_check:
-   after it ran, the dict is the memo from now on if anything wrote to it.
+   after it ran, the dict is the memo from now on if anything wrote to it
+   (0 | -1+exc: an entry could not be written into it).
    fc_memo_adopt_end: the call ends, the dict gets the rest (keeps a
    pending exception).  0 | -1+exc.  fc_memo_adopt_release: the context
    ends (FcState.adopters). */
 FC_INTERNAL int fc_memo_adopt(FcCtx *c, PyObject *memo, PyObject *nil);
 FC_INTERNAL int fc_memo_adopt_sync(FcCtx *c);
-FC_INTERNAL void fc_memo_adopt_check(FcCtx *c);
+FC_INTERNAL int fc_memo_adopt_check(FcCtx *c);
 FC_INTERNAL int fc_memo_adopt_end(FcCtx *c);
 FC_INTERNAL void fc_memo_adopt_release(FcCtx *c);
 #endif

@@ -267,3 +267,40 @@ def test_pydantic_style_hook_memo():
         memo[id(m)] = Model.__new__(Model)
         return Case(m, lambda: impl.deepcopy(m.__dict__, memo), memo=memo)
     assert_equivalent(scenario)
+
+
+class CopiesTheMemo:
+    """A hook that hands the walk the very memo it was shown, inside what it copies with it."""
+
+    def __init__(self, log, v):
+        self.log, self.v = log, v
+
+    def __deepcopy__(self, memo):
+        r = copy.deepcopy([self.v, memo], memo)
+        self.log.append((type(r[1]).__name__, len(r[1]) if hasattr(r[1], "__len__") else None))
+        return r[0]
+
+
+@pytest.mark.parametrize("callers", [False, True], ids=["no memo", "caller's dict"])
+def test_a_hook_hands_the_walk_its_memo(fc, callers):
+    def run(impl):
+        log = []
+        shared = [1, [2]]
+        x = [shared, CopiesTheMemo(log, shared), (shared, [3]), CopiesTheMemo(log, [4])]
+        memo = {} if callers else None
+        try:
+            y = impl.deepcopy(x, memo)
+        except Exception as e:
+            return ("raise", type(e).__name__, str(e)), log
+        types = [type(v).__name__ for v in memo.values()] if callers else None
+        return ("ok", [type(v).__name__ for v in y], y[1] is y[0]), log, types
+    assert run(copy) == run(fc)
+
+
+def test_buffers_between_user_code():
+    np = pytest.importorskip("numpy")
+
+    def build(log, memo):
+        a = np.arange(200000, dtype=np.float64)         # big enough for a native copy
+        return [a, {"a": a, "v": a[10:20]}, Peek(log, memo, child=[a]), np.ones(3), [a]]
+    assert_equivalent(_scenario(build))
