@@ -524,6 +524,8 @@ enum { FC_SPARE_FRAMES, FC_SPARE_ENTRIES, FC_SPARE_INDEX, FC_SPARE_KEEP, FC_SPAR
 typedef struct {
     void *p[FC_SPARE__COUNT];      /* PyMem_* blocks, or NULL */
     size_t size[FC_SPARE__COUNT];  /* their sizes in bytes */
+    Py_ssize_t last_n;             /* entries of the last call that built an
+                                      index (memo.c, fc_memo_index_need) */
 } FcSpare;
 
 
