@@ -2101,6 +2101,17 @@ fc_memo_to_dict(FcCtx *c)
     c->st->test.memo_to_dict++;
 }
 
+/* The mirror made the stdlib's memo of this moment, for code that is
+   about to see it: every copy tracked again (a copy it reaches may be in a
+   collection), no half-built dict, every entry and keep-alive in place.
+   0 | -1+exc */
+static int
+fc_memo_current(FcCtx *c)
+{
+    fc_retrack_all(c);
+    return c->walk->before_show(c) < 0 || fc_memo_sync(&c->native) < 0 ? -1 : 0;
+}
+
 /* About to hand c->memo to a hook: make it the stdlib's dict of this
    moment.  Pair with fc_memo_hide() once the hook has returned.
    0 | -1+exc */
@@ -2111,8 +2122,7 @@ fc_memo_show(FcCtx *c)
         return 0;
     }
     c->shows++;
-    fc_retrack_all(c);
-    if (c->walk->before_show(c) < 0 || fc_memo_sync(&c->native) < 0) {
+    if (fc_memo_current(c) < 0) {
         return -1;
     }
     FcMemo *m = &c->native;
@@ -2502,12 +2512,14 @@ fc_memo_adopt_sync(FcCtx *c)
     if (c->mode != FC_MEMO_NATIVE) {
         return 0;
     }
-    /* as for a hook shown it (fc_memo_show): code that reaches the dict
-       reaches the copies in it; none is hidden while it runs */
-    fc_retrack_all(c);
+    /* as for a hook shown it (fc_memo_show), and none of those copies is
+       hidden again before the code runs (fc_gc_before_user_code's sweep) */
+    if (fc_memo_current(c) < 0) {
+        return -1;
+    }
     c->gc_due = 0;
     c->gc_swept = c->native.n;
-    return c->walk->before_show(c) < 0 || fc_memo_sync(&c->native) < 0 ? -1 : 0;
+    return 0;
 }
 
 FC_INTERNAL int

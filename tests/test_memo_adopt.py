@@ -304,3 +304,75 @@ def test_buffers_between_user_code():
         a = np.arange(200000, dtype=np.float64)         # big enough for a native copy
         return [a, {"a": a, "v": a[10:20]}, Peek(log, memo, child=[a]), np.ones(3), [a]]
     assert_equivalent(_scenario(build))
+
+
+_ADOPT_MUTATE = r"""
+import copy, gc, sys
+import fastcopy
+
+def handed_back(x):
+    return x
+
+BOX = {}
+
+def _free(r, m):
+    del r[0]["c"], r[6]["d"]
+    r.pop(5)
+
+def _write_memo(r, m):
+    m[id(r[6]["c"])] = "seeded"
+    del m[id(r[0]["c"])]
+
+# what the user code does to the source r and the memo m
+ACTS = {
+    "clear_inner": lambda r, m: (r[1]["c"].clear(), r[6]["d"].__setitem__("e", None)),
+    "replace": lambda r, m: (r[1].__setitem__("c", [9]), r[6].__setitem__("d", {}),
+                             r.__setitem__(7, {"new": [1]})),
+    "free": _free,
+    "clear_all": lambda r, m: r.clear(),
+    "write_memo": _write_memo,
+}
+
+class Mutator:
+    # user code, not shown the memo, in a call given a caller's dict: empties, replaces and
+    # frees parts of the source (some copied already, some not yet), reads the memo through
+    # a global, and hands a container of the source back
+    def __init__(self, rows, how):
+        self.rows, self.act = rows, ACTS[how]
+    def __reduce__(self):
+        m = BOX["memo"]
+        BOX["log"].append((len(m), [type(v).__name__ for k, v in m.items() if k != id(m)]))
+        self.act(self.rows, m)
+        gc.collect()
+        return (handed_back, (self.rows[:1] and self.rows[0].get("c"),))
+
+def picture(impl, how, seeded):
+    rows = [{"a": i, "c": [i, 2], "d": {"e": (i, [i])}} for i in range(8)]
+    x = [rows[:3], Mutator(rows, how), rows, rows[0]["c"]]
+    memo = {id(rows[2]): "pre"} if seeded else {}
+    BOX.update(memo=memo, log=[])
+    try:
+        y = impl.deepcopy(x, memo)
+        out = (repr(y), y[1] is (y[2][0].get("c") if y[2] and "c" in y[2][0] else None))
+    except Exception as e:
+        out = ("raise", type(e).__name__, str(e))
+    return (out, BOX["log"], [type(v).__name__ for k, v in memo.items() if k != id(memo)],
+            [type(o).__name__ for o in memo.get(id(memo), [])])
+
+for seeded in (False, True):
+    for how in ACTS:
+        a, b = picture(copy, how, seeded), picture(fastcopy, how, seeded)
+        assert a == b, (how, seeded, a, b)
+print("ok")
+"""
+
+
+def test_user_code_mutates_and_frees_the_source_with_a_callers_dict():
+    """A reductor in a call given a caller's dict empties, replaces and deletes containers of
+    the source (freed with their last reference), writes into the memo it reaches through a
+    global, then hands a container back: the same result, log and memo as the stdlib's
+    (child process: reading a freed container crashes)."""
+    from shape import run_python
+    p = run_python(_ADOPT_MUTATE, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.stdout[-2000:],
+                                                                   p.stderr[-3000:])
