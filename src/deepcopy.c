@@ -190,12 +190,53 @@ fc_flat_missed(FcCtx *c, PyObject *x)
            && fc_flat_tuple(c, x);
 }
 
+/* Syncs owed (3.14).  _atomic_types is a set that nothing watches, so
+   fc_after_user_code compares it whole with its snapshot (plan.c,
+   fc_set_moved: about 125 instructions).  A reconstruct frame's user
+   code (its reductor, its func, its __setstate__) is followed by more
+   of the same frame, where nothing is classified: the class call, the
+   memo's store, the end of the frame.  There, fc_after_user_code_owed
+   syncs the watched dicts at once and leaves the set owed
+   (FcCtx.sets_due).  It is owed only where the frame's next steps run
+   user code again or end the walk (fc_recon_tail_quiet; the reductor's
+   when there are no args): the next user code's sync pays it, a nested
+   walk pays it as it returns (fc_walk), and the work fc_before_user_code
+   does for the memo pays it first.  Debug builds assert that nothing is
+   owed where the frame hands the walk its state or its copy for a
+   parent frame.  (Paid instead wherever the walk classifies, in its loop
+   or at every object a frame hands it, it cost shared_refs 2% and
+   replay_deque's transitions 1.5% of our instructions.)  The comparison is with fc_refresh's snapshot, not with
+   the set as it was at the user code: one compare later sees every
+   change made since.  A top-level walk that ends owing it returns
+   without (nothing is classified after it).  An object with no args
+   and a __setstate__ pays once where it paid three times; a call of
+   one such object, twice (its entry's sync, its state) where it paid
+   four times.  Through 3.13 and on 3.15 (frozensets) there is no set to
+   compare and the two are the same. */
+#if FC_COPY_SETS_MUTABLE
+#  define fc_sets_owed(c) FC_UNLIKELY((c)->sets_due)
+FC_NOINLINE int
+fc_pay_sets(FcCtx *c)
+{
+    c->sets_due = 0;
+    return fc_sync_deep(c->st);
+}
+
+#else
+#  define fc_sets_owed(c) 0
+#  define fc_pay_sets(c) 0
+#endif
+
 /* fc_before_user_code's work when there is some: the entries below the
    small subtrees copied so far ("Small subtrees"), then the byte copies
    recorded (defer.c).  0 | -1+exc */
 FC_NOINLINE int
 fc_before_user_code_work(FcCtx *c, int show)
 {
+    /* what follows reads the tables as an eager sync leaves them */
+    if (fc_sets_owed(c) && fc_pay_sets(c) < 0) {
+        return -1;
+    }
     if (c->native.nsubs > 0 && fc_memo_expand(&c->native) < 0) {
         return -1;
     }
@@ -263,6 +304,9 @@ FC_INLINE int
 fc_after_user_code(FcCtx *c)
 {
     c->copy_synced = 0;
+#if FC_COPY_SETS_MUTABLE
+    c->sets_due = 0;
+#endif
 #if FC_MEMO_ADOPT
     if (FC_UNLIKELY(c->native.adopted) && fc_memo_adopt_check(c) < 0) {
         return -1;
@@ -270,6 +314,46 @@ fc_after_user_code(FcCtx *c)
 #endif
     return fc_sync_deep(c->st);
 }
+
+
+/* fc_after_user_code where the frame's next steps classify nothing
+   ("Syncs owed", above).  0 | -1+exc */
+#if FC_COPY_SETS_MUTABLE
+FC_NOINLINE int
+fc_after_user_code_owed(FcCtx *c)
+{
+    c->copy_synced = 0;
+#  if FC_MEMO_ADOPT
+    if (FC_UNLIKELY(c->native.adopted) && fc_memo_adopt_check(c) < 0) {
+        return -1;
+    }
+#  endif
+    int r = fc_sync_dicts(c->st);
+    if (r < 0) {
+        return -1;
+    }
+    c->sets_due = r == 0;   /* a refresh read the sets again */
+    return 0;
+}
+#endif
+
+/* owe: the frame's next steps let the set's compare wait */
+#if FC_COPY_SETS_MUTABLE
+#  define fc_after_user_code_or_owe(c, owe) \
+    ((owe) ? fc_after_user_code_owed(c) : fc_after_user_code(c))
+#else
+#  define fc_after_user_code_or_owe(c, owe) ((void)(owe), fc_after_user_code(c))
+#endif
+
+/* Where owing pays ("Syncs owed"): a reconstruct frame whose next steps
+   run user code again (its class call, its list or dict iterator) or end
+   the walk (the bottom frame) before anything is classified.  Elsewhere
+   the debt would be paid at once, for a few instructions more than the
+   eager sync. */
+#define fc_recon_tail_quiet(c, r)                                           \
+    ((r)->listiter != NULL                                                  \
+     || ((r)->dictiter != NULL && (r)->func != (PyObject *)&PyODict_Type)   \
+     || (c)->nframes == 1)
 
 /* ------------------------------------------------------------------ */
 /* The work stack                                                      */
@@ -1764,7 +1848,10 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 return -1;
             }
             f->y = fc_call_reduce_func(st, r->func, r->newargs);
-            if (f->y == NULL || (user && fc_after_user_code(c) < 0)) {
+            /* then the memo's store and maybe no state */
+            if (f->y == NULL
+                || (user && fc_after_user_code_or_owe(
+                                c, r->state == NULL && fc_recon_tail_quiet(c, r)) < 0)) {
                 return -1;
             }
             if (fc_memo_store(c, f->x, f->y) < 0) {
@@ -1774,6 +1861,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
             break;
         case R_STATE_REQ:
             if (r->state != NULL) {
+                FC_ASSERT(!fc_sets_owed(c));   /* owed only before user code */
                 f->phase = R_STATE_GOT;
                 *out = Py_NewRef(r->state);
                 return 1;
@@ -1807,7 +1895,7 @@ fc_recon_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
                 rc = fc_apply_state(st, f->y, res, flags);
             }
             if (rc == 0 && user) {
-                rc = fc_after_user_code(c);
+                rc = fc_after_user_code_or_owe(c, fc_recon_tail_quiet(c, r));
             }
             Py_CLEAR(res);
             if (rc < 0) {
@@ -1965,9 +2053,13 @@ done:
     if (fc_memo_finish_stored(c, f->x, f->y) < 0) {
         return -1;
     }
+    /* a parent frame goes on with its items: owed only by the bottom
+       frame, whose walk returns (fc_walk pays for a nested one) */
+    FC_ASSERT(!fc_sets_owed(c) || c->nframes == 1);
     *out = Py_NewRef(f->y);
     return 0;
 }
+
 
 static int
 fc_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
@@ -2976,7 +3068,7 @@ fc_deep_generic_road(FcCtx *c, PyObject *x, int gflags)
         goto finish;
     }
     Py_CLEAR(copier);
-    if (PyType_IsSubtype(tp, &PyType_Type)) {
+    if (PyType_FastSubclass(tp, Py_TPFLAGS_TYPE_SUBCLASS)) {   /* issubclass(cls, type) */
         return Py_NewRef(x);
     }
     if (!(gflags & FG_NO_DEEPCOPY_HOOK) && fc_lookup_attr(x, st->s_deepcopy, &copier) < 0) {
@@ -3043,7 +3135,16 @@ static PyObject *
 fc_deep_generic(FcCtx *c, PyObject *x, int gflags)
 {
     PyObject *res = fc_deep_generic_road(c, x, gflags);
-    if (res != NULL && fc_after_user_code(c) < 0) {
+    int owe = 0;
+    if (FC_COPY_SETS_MUTABLE && res == FC_PUSHED) {
+        /* a pushed reconstruct frame with no args calls its func first:
+           the reductor's sync can wait for that one ("Syncs owed") */
+        FcFrame *f = &c->frames[c->nframes - 1];
+        FcRecon *r = f->kind == FR_RECON && f->phase == R_ARGS ? f->u.recon.r : NULL;
+        owe = r != NULL && r->args != NULL && PyTuple_GET_SIZE(r->args) == 0
+              && r->ptype == NULL && r->func != (PyObject *)&PyODict_Type;
+    }
+    if (res != NULL && fc_after_user_code_or_owe(c, owe) < 0) {
         if (res != FC_PUSHED) {
             Py_DECREF(res);
         }
@@ -3584,11 +3685,26 @@ fc_walk_looked_up(FcCtx *c, PyObject *x)
     return fc_walk_from(c, c->nframes - 1, res);
 }
 
+/* The top-level walk: it may return owing the sets' compare ("Syncs
+   owed"), for nothing is classified after it. */
 static PyObject *
-fc_walk(FcCtx *c, PyObject *x)
+fc_walk_top(FcCtx *c, PyObject *x)
 {
     Py_ssize_t base = c->nframes;
     return fc_walk_from(c, base, fc_enter(c, x));
+}
+
+/* A walk nested in a step of another (FcWalkOps): its caller goes on
+   classifying, so what it owes is paid. */
+static PyObject *
+fc_walk(FcCtx *c, PyObject *x)
+{
+    PyObject *y = fc_walk_top(c, x);
+    if (y != NULL && fc_sets_owed(c) && fc_pay_sets(c) < 0) {
+        Py_DECREF(y);
+        return NULL;
+    }
+    return y;
 }
 
 /* The loop: run frames above `base`, starting with res (the first step's
@@ -4376,6 +4492,7 @@ fc_ctx_init(FcCtx *c, FcState *st)
     c->gc_due = 0;
     c->gc_swept = 0;
     c->copy_synced = 0;
+    c->sets_due = 0;
     c->off_tape = 0;
     c->sub_credit = 0;
 #if FC_FT
@@ -4537,7 +4654,7 @@ fc_deepcopy_run(FcState *st, PyObject *x, PyObject *memo, PyObject *nil, PyObjec
         return NULL;
     }
     /* with a caller's memo the lookup above was deepcopy()'s own */
-    y = (c.mode == FC_MEMO_NATIVE && lender == NULL && !adopted) ? fc_walk(&c, x)
+    y = (c.mode == FC_MEMO_NATIVE && lender == NULL && !adopted) ? fc_walk_top(&c, x)
                                                                  : fc_walk_looked_up(&c, x);
     y = fc_defer_end(&c, y);
 #if FC_MEMO_ADOPT

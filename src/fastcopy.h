@@ -734,6 +734,10 @@ typedef struct FcCtx {
     int copy_synced;          /* a full fc_sync ran in this call and no user
                                  code since: FcState.copy_ok is current
                                  (fc_sync_deep leaves it alone) */
+    int sets_due;             /* 3.14: user code ran and _atomic_types was
+                                 not compared since; the walk compares it
+                                 before it next classifies (deepcopy.c,
+                                 "Syncs owed") */
     int off_tape;             /* the walk met what a replicate() tape cannot
                                  hold (select.c): an object other than an
                                  exact list, dict or tuple, a key that is

@@ -99,13 +99,15 @@ fc_set_moved(const FcSetSnap *sn)
     return moved;
 }
 
-/* which=FC_SYNC_ALL: the three; FC_SYNC_DEEP: _atomic_types only */
+/* which=FC_SYNC_ALL: the three; FC_SYNC_DEEP: _atomic_types only;
+   FC_SYNC_DICTS: none */
 FC_INTERNAL_INLINE int
 fc_sets_moved(FcState *st, int which)
 {
-    return fc_set_moved(&st->snap[2])
-           || (which == FC_SYNC_ALL
-               && (fc_set_moved(&st->snap[0]) || fc_set_moved(&st->snap[1])));
+    return which != FC_SYNC_DICTS
+           && (fc_set_moved(&st->snap[2])
+               || (which == FC_SYNC_ALL
+                   && (fc_set_moved(&st->snap[0]) || fc_set_moved(&st->snap[1]))));
 }
 
 /* Read one set's members and places (n -1 when it is not an exact set or
@@ -147,7 +149,7 @@ fc_set_snap(FcSetSnap *sn, PyObject *o)
 #endif
 
 /* Make sure st reflects the current stdlib tables (which: plan.h).
-   0 | -1+exc */
+   0 | -1+exc; FC_SYNC_DICTS: 1 when it refreshed */
 FC_INTERNAL_INLINE int
 fc_sync_for(FcState *st, int which)
 {
@@ -172,7 +174,10 @@ fc_sync_for(FcState *st, int which)
         return 0;
     }
 #endif
-    return fc_refresh(st);
+    if (fc_refresh(st) < 0) {
+        return -1;
+    }
+    return which == FC_SYNC_DICTS;   /* every set read again */
 }
 
 #if FC_FT

@@ -16,10 +16,14 @@
    member at each sync, and deepcopy() reads neither: FC_SYNC_DEEP leaves
    FcState.copy_ok and copy_sets_std as they were, and the next
    FC_SYNC_ALL still finds the change (the snapshots are fc_refresh's). */
-enum { FC_SYNC_ALL = 0, FC_SYNC_DEEP = 1 };
+enum { FC_SYNC_ALL = 0, FC_SYNC_DEEP = 1, FC_SYNC_DICTS = 2 };
 FC_INTERNAL_INLINE int fc_sync_for(FcState *st, int which);
 #define fc_sync(st) fc_sync_for((st), FC_SYNC_ALL)
 #define fc_sync_deep(st) fc_sync_for((st), FC_SYNC_DEEP)
+/* FC_SYNC_DICTS (3.14+): the watched dicts only, no set compared: for a
+   walker whose next step classifies nothing (FcCtx.sets_due, deepcopy.c
+   "Syncs owed").  1 when it refreshed (every set read again) | 0 | -1+exc */
+#define fc_sync_dicts(st) fc_sync_for((st), FC_SYNC_DICTS)
 /* Recompute what fc_sync caches.  0 | -1+exc */
 FC_INTERNAL int fc_refresh(FcState *st);
 /* The plan for tp: a cached one, or *tmp filled in when tp cannot be

@@ -409,6 +409,153 @@ def test_atomic_never_touches_a_mapping_memo():
     assert both(run) == []
 
 
+# A reconstruct's user code (its __reduce__, its class call, its __setstate__) may change
+# _atomic_types; the set is compared again before anything after it is classified: the
+# reduce's args, its state, the parent's next items, a nested walk's (deepcopy.c, "Syncs owed").
+
+class Rebuilt:
+    """Built by ``Rebuilt(*args)``, given its state by __setstate__."""
+
+    def __init__(self, *args):
+        self.args = args
+        _EDIT.pop("func", _nothing)()
+
+    def __reduce__(self):
+        _EDIT.pop("reduce", _nothing)()
+        return (Rebuilt, self.args, self.__dict__.get("state"))
+
+    def __setstate__(self, state):
+        self.state = state
+        _EDIT.pop("setstate", _nothing)()
+
+
+def _nothing():
+    pass
+
+
+_EDIT = {}
+
+
+def _add_loud():
+    copy._atomic_types.add(Loud)
+
+
+def _swap_range_for_loud():
+    copy._atomic_types.discard(range)
+    copy._atomic_types.add(Loud)
+
+
+def _drop_complex():
+    copy._atomic_types.discard(complex)
+
+
+def _picture(src, y):
+    """What a copy kept of its source, by identity, for the Loud, range and complex leaves."""
+    out = []
+
+    def walk(a, b):
+        if isinstance(a, Rebuilt):
+            walk(a.args, b.args)
+            walk(a.__dict__.get("state"), b.__dict__.get("state"))
+        elif isinstance(a, (list, tuple)):
+            for p, q in zip(a, b):
+                walk(p, q)
+        elif isinstance(a, dict):
+            for k in a:
+                walk(a[k], b[k])
+        elif isinstance(a, (Loud, range, complex)):
+            out.append((type(a).__name__, a is b, a == b))
+    walk(src, y)
+    return out
+
+
+def _rebuilt(args=(), state=None):
+    r = Rebuilt(*args)
+    if state is not None:
+        r.state = state
+    return r
+
+
+@needs_mutable_sets
+@pytest.mark.parametrize("where", ["reduce", "func", "setstate"])
+@pytest.mark.parametrize("edit", [_add_loud, _swap_range_for_loud, _drop_complex],
+                         ids=["add", "swap", "drop"])
+@pytest.mark.parametrize("shape", ["root", "list", "dict", "tuple", "nested"])
+def test_atomic_set_changed_by_a_reconstruct(where, edit, shape):
+    def leaves():
+        return [Loud(1), range(3), complex(1, 2)]
+
+    def build():
+        r = _rebuilt(args=tuple(leaves()), state={"s": leaves()})
+        if shape == "root":
+            return r
+        if shape == "list":
+            return [r] + leaves()
+        if shape == "dict":
+            return {"r": r, "after": leaves()}
+        if shape == "tuple":
+            return (r,) + tuple(leaves())
+        # the reconstruct inside another one's state, its parent's items after it
+        return _rebuilt(args=(Loud(0),), state={"inner": r, "after": leaves()})
+
+    def run(impl):
+        with Restore():
+            x = build()
+            _EDIT.clear()
+            _EDIT[where] = edit
+            try:
+                y = impl.deepcopy(x)
+                memo = {}
+                _EDIT[where] = edit
+                z = impl.deepcopy(build(), memo)
+            finally:
+                _EDIT.clear()
+            return _picture(x, y), len(memo) > 0, sorted(t.__name__ for t in copy._atomic_types
+                                                         if t in (Loud, range, complex))
+    both(run)
+
+
+@needs_mutable_sets
+def test_atomic_set_changed_by_a_reconstruct_seen_by_a_mapping_memo():
+    # complex leaves the set in a __setstate__: the stdlib asks the memo for the complex
+    # numbers after it, and stores their copies there
+    def run(impl):
+        with Restore():
+            log = []
+            memo = LogMemo(log)
+            z = complex(1, 2)
+            x = [_rebuilt(state={"a": 1, "z": z}), z, [z, 8]]
+            _EDIT["setstate"] = _drop_complex
+            try:
+                y = impl.deepcopy(x, memo)
+            finally:
+                _EDIT.clear()
+            ids = {id(z): "z", id(x[2]): "[z, 8]", id(x): "x", id(x[0]): "r"}
+            return (y[1:], y[1] is z, y[2][0] is y[1],
+                    [(op, ids.get(k, "other")) for op, k in log])
+    both(run)
+
+
+@needs_mutable_sets
+def test_atomic_set_changed_by_a_reconstruct_in_an_object_array():
+    # numpy's object arrays copy their items through a nested walk (numpy.c)
+    np = pytest.importorskip("numpy")
+
+    def run(impl):
+        with Restore():
+            a = np.empty(3, dtype=object)
+            a[0] = _rebuilt(state={"s": 1})
+            a[1] = Loud(1)
+            a[2] = [Loud(2)]
+            _EDIT["setstate"] = _add_loud
+            try:
+                b = impl.deepcopy(a)
+            finally:
+                _EDIT.clear()
+            return b[1] is a[1], b[2][0] is a[2][0], b[2] is a[2]
+    both(run)
+
+
 # --------------------------------------------------------------------------------------------
 # 3.15: frozendict
 # --------------------------------------------------------------------------------------------
