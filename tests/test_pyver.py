@@ -507,7 +507,7 @@ def test_atomic_set_changed_by_a_reconstruct(where, edit, shape):
                 y = impl.deepcopy(x)
                 memo = {}
                 _EDIT[where] = edit
-                z = impl.deepcopy(build(), memo)
+                impl.deepcopy(build(), memo)
             finally:
                 _EDIT.clear()
             return _picture(x, y), len(memo) > 0, sorted(t.__name__ for t in copy._atomic_types
