@@ -191,28 +191,28 @@ fc_flat_missed(FcCtx *c, PyObject *x)
 }
 
 /* Syncs owed (3.14).  _atomic_types is a set that nothing watches, so
-   fc_after_user_code compares it whole with its snapshot (plan.c,
-   fc_set_moved: about 125 instructions).  A reconstruct frame's user
-   code (its reductor, its func, its __setstate__) is followed by more
-   of the same frame, where nothing is classified: the class call, the
-   memo's store, the end of the frame.  There, fc_after_user_code_owed
-   syncs the watched dicts at once and leaves the set owed
-   (FcCtx.sets_due).  It is owed only where the frame's next steps run
-   user code again or end the walk (fc_recon_tail_quiet; the reductor's
-   when there are no args): the next user code's sync pays it, a nested
-   walk pays it as it returns (fc_walk), and the work fc_before_user_code
-   does for the memo pays it first.  Debug builds assert that nothing is
-   owed where the frame hands the walk its state or its copy for a
-   parent frame.  (Paid instead wherever the walk classifies, in its loop
-   or at every object a frame hands it, it cost shared_refs 2% and
-   replay_deque's transitions 1.5% of our instructions.)  The comparison is with fc_refresh's snapshot, not with
-   the set as it was at the user code: one compare later sees every
-   change made since.  A top-level walk that ends owing it returns
-   without (nothing is classified after it).  An object with no args
-   and a __setstate__ pays once where it paid three times; a call of
-   one such object, twice (its entry's sync, its state) where it paid
-   four times.  Through 3.13 and on 3.15 (frozensets) there is no set to
-   compare and the two are the same. */
+   fc_after_user_code compares it whole with fc_refresh's snapshot
+   (plan.c, fc_set_moved: about 125 instructions).  Where a reconstruct
+   frame's next steps classify nothing before more user code runs or the
+   walk ends, its user code's sync checks the watched dicts only and
+   leaves the set's compare owed (FcCtx.sets_due,
+   fc_after_user_code_owed): after the reductor when the args are empty
+   and the class call is user code (fc_deep_generic), after the class
+   call when there is no state, and after __setstate__, when a list or
+   dict iterator follows or the frame is the bottom one
+   (fc_recon_tail_quiet).  The debt is paid by the next user code's sync,
+   by a nested walk as it returns (fc_walk), and first thing by the work
+   fc_before_user_code does for the memo; a top-level walk returns owing
+   (nothing is classified after it).  One compare later sees every change
+   made since the snapshot, so nothing is missed by waiting.  Debug
+   builds assert that nothing is owed where the frame hands the walk its
+   state or its copy for a parent frame.  A reduce object with no args
+   and a state in a list now takes two compares where it took three; a
+   call of one such object two (its entry's, its class call's) where it
+   took four.  Paying wherever the walk classifies instead (in its loop,
+   or at every object a frame hands it) cost shared_refs 2% and
+   replay_deque's namedtuples 1.5% of our instructions.  Through 3.13
+   and on 3.15 (frozensets) there is no set, and both syncs are one. */
 #if FC_COPY_SETS_MUTABLE
 #  define fc_sets_owed(c) FC_UNLIKELY((c)->sets_due)
 FC_NOINLINE int
@@ -300,21 +300,32 @@ fc_before_loud_key(FcCtx *c)
    changed there, within the same copy; so must ours: fc_sync_deep, a
    watcher counter on 3.12+ (and _atomic_types on 3.14), five version tags
    before.  0 | -1+exc */
+/* What every sync after user code does first: copy()'s tables are no
+   longer known current, and a caller's dict may have been written.
+   0 | -1+exc */
 FC_INLINE int
-fc_after_user_code(FcCtx *c)
+fc_user_code_returned(FcCtx *c)
 {
     c->copy_synced = 0;
-#if FC_COPY_SETS_MUTABLE
-    c->sets_due = 0;
-#endif
 #if FC_MEMO_ADOPT
     if (FC_UNLIKELY(c->native.adopted) && fc_memo_adopt_check(c) < 0) {
         return -1;
     }
 #endif
-    return fc_sync_deep(c->st);
+    return 0;
 }
 
+FC_INLINE int
+fc_after_user_code(FcCtx *c)
+{
+#if FC_COPY_SETS_MUTABLE
+    c->sets_due = 0;   /* compared here */
+#endif
+    if (fc_user_code_returned(c) < 0) {
+        return -1;
+    }
+    return fc_sync_deep(c->st);
+}
 
 /* fc_after_user_code where the frame's next steps classify nothing
    ("Syncs owed", above).  0 | -1+exc */
@@ -322,12 +333,9 @@ fc_after_user_code(FcCtx *c)
 FC_NOINLINE int
 fc_after_user_code_owed(FcCtx *c)
 {
-    c->copy_synced = 0;
-#  if FC_MEMO_ADOPT
-    if (FC_UNLIKELY(c->native.adopted) && fc_memo_adopt_check(c) < 0) {
+    if (fc_user_code_returned(c) < 0) {
         return -1;
     }
-#  endif
     int r = fc_sync_dicts(c->st);
     if (r < 0) {
         return -1;
@@ -345,9 +353,10 @@ fc_after_user_code_owed(FcCtx *c)
 #  define fc_after_user_code_or_owe(c, owe) ((void)(owe), fc_after_user_code(c))
 #endif
 
-/* Where owing pays ("Syncs owed"): a reconstruct frame whose next steps
-   run user code again (its class call, its list or dict iterator) or end
-   the walk (the bottom frame) before anything is classified.  Elsewhere
+/* After a reconstruct frame's class call (with no state) or its
+   __setstate__: its next steps run user code again (its list iterator,
+   a dict iterator other than OrderedDict's own) or end the walk (the
+   bottom frame) before anything is classified ("Syncs owed").  Elsewhere
    the debt would be paid at once, for a few instructions more than the
    eager sync. */
 #define fc_recon_tail_quiet(c, r)                                           \
@@ -2059,7 +2068,6 @@ done:
     *out = Py_NewRef(f->y);
     return 0;
 }
-
 
 static int
 fc_resume(FcCtx *c, FcFrame *f, PyObject *res, PyObject **out)
